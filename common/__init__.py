@@ -1,0 +1,1 @@
+"""Small pieces every Vigía component shares: Kafka client settings and logging setup."""

@@ -1,0 +1,57 @@
+"""Fixtures shared by every test suite: recorded cluster data, loopback Kafka, free ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+KAFKA_FIXTURES = Path(__file__).parent / "fixtures" / "kafka-4.0-3node"
+SCENARIOS = ("healthy", "healthy-later", "broker-down", "broker-back-imbalanced", "rebalanced")
+REAL_CLUSTER_ENV = "VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class MockCluster:
+    """librdkafka's in-process mock cluster; it lives as long as `handle` is referenced."""
+
+    bootstrap_servers: str
+    handle: object
+
+
+def start_mock_cluster(num_brokers: int = 3) -> MockCluster:
+    from confluent_kafka import Producer
+
+    handle = Producer({"test.mock.num.brokers": num_brokers, "log_level": 3})
+    metadata = handle.list_topics(timeout=10)
+    servers = ",".join(
+        f"{b.host}:{b.port}" for b in sorted(metadata.brokers.values(), key=lambda b: b.id)
+    )
+    return MockCluster(bootstrap_servers=servers, handle=handle)
+
+
+@pytest.fixture
+def mock_cluster() -> Iterator[MockCluster]:
+    cluster = start_mock_cluster()
+    yield cluster
+    del cluster
+
+
+@pytest.fixture
+def real_kafka_bootstrap() -> str:
+    """Bootstrap servers of a real cluster, or a skip that says why."""
+    servers = os.environ.get(REAL_CLUSTER_ENV, "").strip()
+    if not servers:
+        pytest.skip(f"{REAL_CLUSTER_ENV} is not set: no real Kafka cluster to test against")
+    return servers
