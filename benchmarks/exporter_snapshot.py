@@ -1,0 +1,161 @@
+"""Speed and memory of the exporter's pure pipeline on a large synthetic cluster.
+
+Times snapshot → state (derive) → metric families → Prometheus exposition text, plus the JSON
+API, for the second of two collections 15 s apart (so rates are computed too), and reports the
+peak memory. Goal for the defaults (3 brokers, 10,000 partitions, RF 3, 100 groups): ≤ 2 s and
+≤ 300 MB on 2 cores.
+
+    python benchmarks/exporter_snapshot.py --brokers 3 --partitions 10000 --rf 3 --groups 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import resource
+import time
+import tracemalloc
+from types import MappingProxyType
+
+from common.logs import setup_logging
+from exporter import api
+from exporter.collectors import render
+from exporter.snapshot import (
+    Broker,
+    BrokerLogDirs,
+    ClusterSnapshot,
+    CommittedOffset,
+    ConsumerGroup,
+    GroupMember,
+    LogDir,
+    LogDirPartition,
+    Partition,
+    Quorum,
+    Topic,
+    TopicPartitionRef,
+)
+from exporter.state import derive
+
+log = logging.getLogger("benchmarks.exporter_snapshot")
+
+
+def synthetic_snapshot(
+    brokers: int,
+    partitions: int,
+    rf: int,
+    groups: int,
+    *,
+    partitions_per_topic: int = 100,
+    collected_at: float = 1_800_000_000.0,
+    offset_base: int = 1_000_000,
+) -> ClusterSnapshot:
+    """A healthy cluster: replicas round-robin, all in sync; group i reads topic i mod topics."""
+    rf = min(rf, brokers)
+    n_topics = max(1, -(-partitions // partitions_per_topic))
+    topics = []
+    replicas_on: dict[int, list[LogDirPartition]] = {b: [] for b in range(1, brokers + 1)}
+    made = 0
+    for t in range(n_topics):
+        name = f"topic-{t:05d}"
+        parts = []
+        for p in range(min(partitions_per_topic, partitions - made)):
+            replicas = tuple((made + p + r) % brokers + 1 for r in range(rf))
+            latest = offset_base + 1000 * p
+            parts.append(Partition(p, replicas[0], replicas, replicas, (), 0, latest))
+            for b in replicas:
+                replicas_on[b].append(LogDirPartition(name, p, latest * 150, 0, False))
+        made += len(parts)
+        topics.append(
+            Topic(name, False, tuple(parts), MappingProxyType({"min.insync.replicas": "2"}))
+        )
+    group_list = []
+    for g in range(groups):
+        topic = topics[g % len(topics)]
+        committed = tuple(
+            CommittedOffset(topic.name, p.partition, (p.latest_offset or 0) - 500)
+            for p in topic.partitions
+        )
+        member = GroupMember(
+            f"consumer-{g}-member",
+            f"consumer-{g}",
+            "/10.0.0.1",
+            tuple(TopicPartitionRef(topic.name, p.partition) for p in topic.partitions),
+        )
+        group_list.append(
+            ConsumerGroup(f"group-{g:04d}", "STABLE", "CLASSIC", "range", 1, (member,), committed)
+        )
+    return ClusterSnapshot(
+        collected_at=collected_at,
+        cluster_id="synthetic",
+        controller_id=1,
+        controller_source="quorum",
+        brokers=tuple(Broker(b, f"broker-{b}", 9092) for b in range(1, brokers + 1)),
+        topics=tuple(topics),
+        log_dirs=tuple(
+            BrokerLogDirs(b, None, (LogDir("/var/lib/kafka", None, 10**12, 5 * 10**11, tuple(ps)),))
+            for b, ps in replicas_on.items()
+        ),
+        groups=tuple(group_list),
+        quorum=Quorum(1, (), ()),
+        broker_min_insync_replicas=2,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--rf", type=int, default=3)
+    parser.add_argument("--groups", type=int, default=100)
+    args = parser.parse_args()
+    setup_logging("INFO")
+
+    sizes = (args.brokers, args.partitions, args.rf, args.groups)
+    first = synthetic_snapshot(*sizes)
+    second = synthetic_snapshot(*sizes, collected_at=first.collected_at + 15, offset_base=1_030_000)
+    previous = derive(None, first)
+    gc.collect()
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    state = derive(previous, second)
+    c1, t1 = time.process_time(), time.perf_counter()
+    text = render(state)
+    c2, t2 = time.process_time(), time.perf_counter()
+    doc = api.cluster_json(state)
+    c3, t3 = time.process_time(), time.perf_counter()
+
+    tracemalloc.start()
+    derive(previous, second)
+    render(state)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    log.info(
+        "cluster: %d brokers, %d partitions × RF %d (%d topics), %d groups; "
+        "exposition %d lines, %.1f MB; JSON %d topics",
+        args.brokers,
+        args.partitions,
+        args.rf,
+        len(second.topics),
+        args.groups,
+        text.count("\n"),
+        len(text) / 1e6,
+        len(doc["topics"]),
+    )
+    # CPU time as well as wall time: on a shared machine the wall time includes waiting for a core.
+    log.info("derive (snapshot → state):           %.3f s wall, %.3f s CPU", t1 - t0, c1 - c0)
+    log.info("families + exposition (state → text): %.3f s wall, %.3f s CPU", t2 - t1, c2 - c1)
+    log.info(
+        "snapshot → exposition total:         %.3f s wall, %.3f s CPU  (goal ≤ 2 s)",
+        t2 - t0,
+        c2 - c0,
+    )
+    log.info("JSON API (state → dict), extra:      %.3f s wall, %.3f s CPU", t3 - t2, c3 - c2)
+    log.info("peak traced memory (derive + render): %.1f MB", peak / 1e6)
+    log.info("process max RSS (all of the above):   %.1f MB  (goal ≤ 300 MB)", rss_mb)
+
+
+if __name__ == "__main__":
+    main()

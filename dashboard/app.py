@@ -1,0 +1,222 @@
+"""The Dash app: a shell (navigation, time range, filters, banner) and the callbacks filling it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, no_update
+from flask import jsonify
+
+from dashboard.cluster import Cluster
+from dashboard.config import DashboardConfig
+from dashboard.data import Unreachable, scalar
+from dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
+from dashboard.sources import Sources
+from dashboard.views import capacity
+from dashboard.views.common import Filters
+
+log = logging.getLogger(__name__)
+
+BACKEND_HELP = {
+    "Prometheus": "charts and history show no data",
+    "exporter": "topology, tables and filters are missing or stale",
+    "Alertmanager": "active alerts are unknown",
+}
+
+
+def banner(problems: Sequence[Unreachable]) -> list[html.Div]:
+    return [
+        html.Div(
+            [
+                html.B(f"{p.backend} unreachable"),
+                f" ({p.reason}) — {BACKEND_HELP.get(p.backend, '')}.",
+            ],
+            id=f"banner-{p.backend.lower()}",
+            className="banner-line",
+        )
+        for p in problems
+    ]
+
+
+def filter_options(cluster: Cluster) -> tuple[list[dict[str, str]], list[str], list[str]]:
+    brokers = [
+        {"label": f"broker {b.id}" + ("" if b.up else " (down)"), "value": str(b.id)}
+        for b in cluster.brokers
+    ]
+    return brokers, [t.name for t in cluster.topics], [g.group_id for g in cluster.groups]
+
+
+def alert_badge(alerts: list[dict[str, Any]] | Unreachable | None) -> str:
+    if not isinstance(alerts, list):
+        return "alerts: ?"
+    return f"{len(alerts)} alert{'s' if len(alerts) != 1 else ''} firing"
+
+
+def _shell(config: DashboardConfig) -> html.Div:
+    nav = [
+        dcc.Link(p.title, href=p.path, id=f"nav-{p.title.lower()}", className="nav-link")
+        for p in PAGES
+    ]
+    return html.Div(
+        [
+            dcc.Location(id="url"),
+            dcc.Store(id="filters", storage_type="session"),
+            dcc.Interval(id="tick", interval=int(config.refresh_interval * 1000)),
+            html.Header(
+                [
+                    html.Div([html.Span("Vigía", className="brand"), *nav], className="nav"),
+                    html.Div(
+                        [
+                            dcc.Dropdown(
+                                id="range",
+                                options=list(RANGES),
+                                value=DEFAULT_RANGE,
+                                clearable=False,
+                                className="range",
+                                persistence=True,
+                                persistence_type="session",
+                            ),
+                            dcc.Dropdown(
+                                id="filter-brokers",
+                                multi=True,
+                                placeholder="brokers",
+                                className="filter",
+                                persistence=True,
+                                persistence_type="session",
+                            ),
+                            dcc.Dropdown(
+                                id="filter-topics",
+                                multi=True,
+                                placeholder="topics",
+                                className="filter filter-wide",
+                                persistence=True,
+                                persistence_type="session",
+                            ),
+                            dcc.Dropdown(
+                                id="filter-groups",
+                                multi=True,
+                                placeholder="groups",
+                                className="filter filter-wide",
+                                persistence=True,
+                                persistence_type="session",
+                            ),
+                            html.Span(id="status-line", className="status-line"),
+                        ],
+                        className="controls",
+                    ),
+                ]
+            ),
+            html.Div(id="banner", className="banner"),
+            html.Main(
+                [
+                    html.Div(html.Div("Loading…", className="muted"), id="page-body"),
+                    html.Div(id="page-extra"),
+                ]
+            ),
+        ]
+    )
+
+
+def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
+    """The Dash app; `sources` is anything with Sources' methods (tests pass fakes)."""
+    src = sources if sources is not None else Sources(config)
+    app = Dash(
+        __name__,
+        title="Vigía",
+        update_title=None,
+        suppress_callback_exceptions=True,  # page components come and go with navigation
+    )
+    app.layout = _shell(config)
+
+    @app.server.route("/healthz")
+    def healthz() -> Any:
+        return jsonify(status="ok")
+
+    app.clientside_callback(
+        """function (brokers, topics, groups) {
+            return {brokers: brokers || [], topics: topics || [], groups: groups || []};
+        }""",
+        Output("filters", "data"),
+        Input("filter-brokers", "value"),
+        Input("filter-topics", "value"),
+        Input("filter-groups", "value"),
+    )
+    paths = json.dumps([p.path for p in PAGES])
+    app.clientside_callback(
+        f"""function (path) {{
+            return {paths}.map(p => p === (path || "/") ? "nav-link active" : "nav-link");
+        }}""",
+        [Output(f"nav-{p.title.lower()}", "className") for p in PAGES],
+        Input("url", "pathname"),
+    )
+
+    @app.callback(
+        Output("page-body", "children"),
+        Output("banner", "children"),
+        Output("filter-brokers", "options"),
+        Output("filter-topics", "options"),
+        Output("filter-groups", "options"),
+        Output("status-line", "children"),
+        Input("url", "pathname"),
+        Input("tick", "n_intervals"),
+        Input("range", "value"),
+        Input("filters", "data"),
+    )
+    def _refresh(
+        path: str | None, _tick: int | None, range_key: str | None, filters: dict[str, Any] | None
+    ) -> tuple[Any, ...]:
+        now = time.time()
+        result = refresh(src, path, range_key, Filters.from_store(filters), now)
+        options: tuple[Any, ...] = (no_update, no_update, no_update)
+        if isinstance(result.cluster, Cluster):
+            options = filter_options(result.cluster)
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC")
+        status = f"{alert_badge(result.alerts)} · updated {stamp} in {result.seconds * 1000:.0f} ms"
+        log.debug("refreshed %s in %.0f ms", path, result.seconds * 1000)
+        return (result.children, banner(result.problems), *options, status)
+
+    def live_prefill(topic: str | None, filters: Filters) -> tuple[list[str], capacity.Prefill]:
+        cluster = typed_cluster(src.cluster())
+        live = cluster if isinstance(cluster, Cluster) else None
+        if topic is None and live is not None:
+            topic = capacity.default_topic(live, filters)
+        values: dict[str, float | None] = {}
+        if topic is not None:
+            values = {
+                name: scalar(src.instant(query))
+                for name, query in capacity.live_queries(topic).items()
+            }
+        names = [t.name for t in live.topics] if live else []
+        return names, capacity.prefill(live, topic, values)
+
+    @app.callback(
+        Output("page-extra", "children"),
+        Input("url", "pathname"),
+        State("filters", "data"),
+    )
+    def _extra(path: str | None, filters: dict[str, Any] | None) -> Any:
+        if path != "/capacity":
+            return []
+        names, pre = live_prefill(None, Filters.from_store(filters))
+        return capacity.calculator(names, pre)
+
+    fields = [f"sizing-{f}" for f, *_ in capacity.CALCULATOR_FIELDS]
+
+    @app.callback(
+        [Output(i, "value") for i in fields],
+        Input("sizing-topic", "value"),
+        prevent_initial_call=True,
+    )
+    def _prefill(topic: str | None) -> list[float]:
+        return capacity.form_values(live_prefill(topic, Filters())[1].inputs)
+
+    @app.callback(Output("sizing-result", "children"), [Input(i, "value") for i in fields])
+    def _size(*values: float | None) -> Any:
+        return capacity.render_result(capacity.compute(values))
+
+    return app

@@ -1,0 +1,135 @@
+"""`vigia-dashboard` configuration: flags win over VIGIA_* environment variables over defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; the message is the one line printed before exiting with code 2."""
+
+
+@dataclass(frozen=True)
+class DashboardConfig:
+    prometheus_url: str = "http://127.0.0.1:9090"
+    exporter_url: str = "http://127.0.0.1:9308"
+    alertmanager_url: str = "http://127.0.0.1:9093"
+    refresh_interval: float = 15.0
+    listen_address: str = "127.0.0.1"
+    port: int = 8050
+    backend_timeout: float = 2.0
+    log_level: str = "INFO"
+
+
+# flag -> (environment variable, help). Defaults come from DashboardConfig.
+_OPTIONS: dict[str, tuple[str, str]] = {
+    "prometheus_url": ("VIGIA_PROMETHEUS_URL", "Prometheus base URL (time series)"),
+    "exporter_url": ("VIGIA_EXPORTER_URL", "vigia-exporter base URL (topology, /api/v1/cluster)"),
+    "alertmanager_url": ("VIGIA_ALERTMANAGER_URL", "Alertmanager base URL (active alerts)"),
+    "refresh_interval": (
+        "VIGIA_DASHBOARD_REFRESH_INTERVAL",
+        "auto-refresh period, seconds or a duration like 30s / 1m",
+    ),
+    "listen_address": ("VIGIA_DASHBOARD_LISTEN_ADDRESS", "address the web server binds"),
+    "port": ("VIGIA_DASHBOARD_PORT", "port the web server binds"),
+    "backend_timeout": (
+        "VIGIA_DASHBOARD_BACKEND_TIMEOUT",
+        "timeout of each request to Prometheus, the exporter and Alertmanager",
+    ),
+    "log_level": ("VIGIA_LOG_LEVEL", "logging level"),
+}
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage plus the error; the project convention is one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    defaults = DashboardConfig()
+    parser = _OneLineParser(
+        prog="vigia-dashboard",
+        description="Vigía's Dash app: cluster, consumers, ingest and capacity in one place.",
+    )
+    for field, (env, help_text) in _OPTIONS.items():
+        parser.add_argument(
+            "--" + field.replace("_", "-"),
+            dest=field,
+            default=None,
+            help=f"{help_text} (env {env}, default {getattr(defaults, field)})",
+        )
+    return parser
+
+
+def parse_duration(text: str, name: str) -> float:
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigError(f"{name} {text!r} is not a duration (e.g. 15, 15s, 1m)")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def _check_url(value: str, name: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{name} {value!r} is not an http(s) URL")
+    return value.rstrip("/")
+
+
+def load_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> DashboardConfig:
+    """Parse flags and environment into a validated config, or raise ConfigError."""
+    env = os.environ if environ is None else environ
+    args = vars(build_parser().parse_args(argv))
+    raw: dict[str, str] = {}
+    for field, (env_name, _) in _OPTIONS.items():
+        value = args[field] if args[field] is not None else env.get(env_name)
+        if value is not None and value.strip():
+            raw[field] = value.strip()
+
+    defaults = DashboardConfig()
+    refresh = (
+        parse_duration(raw["refresh_interval"], "refresh interval")
+        if "refresh_interval" in raw
+        else defaults.refresh_interval
+    )
+    if refresh < 1:
+        raise ConfigError(f"refresh interval must be at least 1 s, got {refresh:g} s")
+    timeout = (
+        parse_duration(raw["backend_timeout"], "backend timeout")
+        if "backend_timeout" in raw
+        else defaults.backend_timeout
+    )
+    if not 0 < timeout <= 60:
+        raise ConfigError(f"backend timeout must be in (0, 60] s, got {timeout:g} s")
+    port_text = raw.get("port", str(defaults.port))
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"port {port_text!r} is not a TCP port (1-65535)")
+    level = raw.get("log_level", defaults.log_level).upper()
+    if level not in _LOG_LEVELS:
+        raise ConfigError(f"log level {level!r} is not one of {', '.join(_LOG_LEVELS)}")
+    return DashboardConfig(
+        prometheus_url=_check_url(
+            raw.get("prometheus_url", defaults.prometheus_url), "Prometheus URL"
+        ),
+        exporter_url=_check_url(raw.get("exporter_url", defaults.exporter_url), "exporter URL"),
+        alertmanager_url=_check_url(
+            raw.get("alertmanager_url", defaults.alertmanager_url), "Alertmanager URL"
+        ),
+        refresh_interval=refresh,
+        listen_address=raw.get("listen_address", defaults.listen_address),
+        port=int(port_text),
+        backend_timeout=timeout,
+        log_level=level,
+    )

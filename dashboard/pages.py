@@ -1,0 +1,122 @@
+"""The page registry and one refresh of a page: plan → fetch → pure build, never raising."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from dash import html
+
+from dashboard.cluster import Cluster, parse_cluster
+from dashboard.data import Fetched, Plan, Unreachable, Window
+from dashboard.views import brokers, capacity, consumers, ingest, overview, replication, topics
+from dashboard.views.common import Filters, PageContext
+
+log = logging.getLogger(__name__)
+
+RANGES: dict[str, float] = {
+    "15m": 900,
+    "1h": 3600,
+    "6h": 6 * 3600,
+    "24h": 86400,
+    "7d": 7 * 86400,
+}
+DEFAULT_RANGE = "1h"
+MIN_STEP = 15.0  # the scrape interval: a finer step only repeats samples
+POINTS = 240
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str
+    title: str
+    plan: Callable[[Filters, Window], Plan]
+    build: Callable[[PageContext], list[Any]]
+
+
+PAGES: tuple[Page, ...] = (
+    Page("/", "Overview", lambda f, w: overview.plan(), overview.build),
+    Page("/brokers", "Brokers", lambda f, w: brokers.plan(f), brokers.build),
+    Page("/topics", "Topics", lambda f, w: topics.plan(f), topics.build),
+    Page("/replication", "Replication", lambda f, w: replication.plan(f), replication.build),
+    Page("/consumers", "Consumers", lambda f, w: consumers.plan(f), consumers.build),
+    Page("/ingest", "Ingest", lambda f, w: ingest.plan(), ingest.build),
+    Page("/capacity", "Capacity", lambda f, w: capacity.plan(f, w.end - w.start), capacity.build),
+)
+PAGE_BY_PATH = {p.path: p for p in PAGES}
+
+
+class Fetcher(Protocol):
+    def fetch(self, plan: Plan, window: Window) -> Fetched: ...
+
+
+def window_for(range_key: str | None, now: float) -> Window:
+    span = RANGES.get(range_key or DEFAULT_RANGE, RANGES[DEFAULT_RANGE])
+    step = max(MIN_STEP, round(span / POINTS))
+    return Window(start=now - span, end=now, step=step)
+
+
+def typed_cluster(raw: dict[str, Any] | Unreachable | None) -> Cluster | Unreachable:
+    if isinstance(raw, Unreachable):
+        return raw
+    if raw is None:
+        return Unreachable("exporter", "not requested")
+    try:
+        return parse_cluster(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        log.warning("unexpected /api/v1/cluster JSON: %r", exc)
+        return Unreachable("exporter", f"unexpected JSON: {exc!r}"[:160])
+
+
+@dataclass(frozen=True)
+class Refresh:
+    children: list[Any]
+    problems: list[Unreachable]
+    cluster: Cluster | Unreachable
+    alerts: list[dict[str, Any]] | Unreachable | None
+    seconds: float
+
+
+def refresh(
+    source: Fetcher, path: str | None, range_key: str | None, filters: Filters, now: float
+) -> Refresh:
+    """Fetch and build one page. Topology and alerts are always fetched: the header needs them."""
+    started = time.perf_counter()
+    page = PAGE_BY_PATH.get(path or "/")
+    window = window_for(range_key, now)
+    plan = page.plan(filters, window) if page else Plan()
+    fetched = source.fetch(replace(plan, cluster=True, alerts=True), window)
+    cluster = typed_cluster(fetched.cluster)
+    if isinstance(cluster, Unreachable) and not isinstance(fetched.cluster, Unreachable):
+        fetched.cluster = cluster
+    ctx = PageContext(
+        fetched=fetched,
+        window=window,
+        now=now,
+        filters=filters,
+        cluster=cluster if isinstance(cluster, Cluster) else None,
+    )
+    if page is None:
+        children: list[Any] = [html.Div(f"No page at {path}.", className="card")]
+    else:
+        try:
+            children = page.build(ctx)
+        except Exception as exc:  # a bug in one page must not blank the app
+            log.exception("building page %s failed", page.path)
+            children = [
+                html.Div(
+                    f"This page could not be drawn ({type(exc).__name__}: {exc}); the log has "
+                    "the details. Other pages are unaffected.",
+                    className="card error",
+                )
+            ]
+    return Refresh(
+        children=children,
+        problems=fetched.problems(),
+        cluster=cluster,
+        alerts=fetched.alerts,
+        seconds=time.perf_counter() - started,
+    )

@@ -1,0 +1,414 @@
+"""Pure building blocks shared by the pages: formatting, figures as plain dicts, small components.
+
+Figures are plain plotly-JSON dicts rather than `go.Figure` objects: building and serialising them
+is several times faster, which the refresh budget needs; tests validate them with plotly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dash import dash_table, dcc, html
+from dash.dash_table.Format import Format, Group, Scheme
+
+from dashboard.cluster import Cluster
+from dashboard.data import Fetched, Matrix, Series, Unreachable, Vector, Window
+
+Figure = dict[str, Any]
+Status = Literal["green", "amber", "red", "grey"]
+
+PALETTE = ("#3566c8", "#e07b24", "#2a9d6f", "#c84a5a", "#8a5cc2", "#7a8a99", "#c0a020", "#1f9fb4")
+STATUS_COLORS: Mapping[str, str] = {
+    "green": "#2a9d6f",
+    "amber": "#e0a020",
+    "red": "#c8323c",
+    "grey": "#8a94a0",
+}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The broker/topic/group selection shared by every page (empty = everything)."""
+
+    brokers: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @classmethod
+    def from_store(cls, data: Mapping[str, Any] | None) -> Filters:
+        data = data or {}
+        return cls(
+            brokers=tuple(str(b) for b in data.get("brokers") or ()),
+            topics=tuple(str(t) for t in data.get("topics") or ()),
+            groups=tuple(str(g) for g in data.get("groups") or ()),
+        )
+
+    def matchers(self, *, broker: bool = False, topic: bool = False, group: bool = False) -> str:
+        """PromQL label matchers (without braces) for the selected dimensions."""
+        parts = []
+        if broker and self.brokers:
+            parts.append(f'broker=~"{_alternation(self.brokers)}"')
+        if topic and self.topics:
+            parts.append(f'topic=~"{_alternation(self.topics)}"')
+        if group and self.groups:
+            parts.append(f'consumergroup=~"{_alternation(self.groups)}"')
+        return ",".join(parts)
+
+    def keep_broker(self, broker: int | str | None) -> bool:
+        return not self.brokers or str(broker) in self.brokers
+
+    def keep_topic(self, topic: str) -> bool:
+        return not self.topics or topic in self.topics
+
+    def keep_group(self, group: str) -> bool:
+        return not self.groups or group in self.groups
+
+
+def _alternation(values: Iterable[str]) -> str:
+    # PromQL strings use Go escaping, so regex backslashes must be doubled.
+    return "|".join(re.escape(v).replace("\\", "\\\\") for v in values)
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """Everything a page builder may use; builders do no I/O."""
+
+    fetched: Fetched
+    window: Window
+    now: float
+    filters: Filters = field(default_factory=Filters)
+    cluster: Cluster | None = None  # parsed fetched.cluster, None when unreachable
+
+    @property
+    def topology(self) -> Cluster | Unreachable:
+        """The parsed cluster JSON, or why it is missing."""
+        if self.cluster is not None:
+            return self.cluster
+        if isinstance(self.fetched.cluster, Unreachable):
+            return self.fetched.cluster
+        return Unreachable("exporter", "cluster JSON not requested")
+
+    def instant(self, name: str) -> Vector | Unreachable:
+        return self.fetched.instant.get(name, Unreachable("Prometheus", f"{name} not requested"))
+
+    def ranged(self, name: str) -> Matrix | Unreachable:
+        return self.fetched.ranged.get(name, Unreachable("Prometheus", f"{name} not requested"))
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def fmt_int(value: float | None) -> str:
+    return "–" if value is None else f"{round(value):,}"
+
+
+def fmt_number(value: float | None, digits: int = 1) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def fmt_bytes(value: float | None) -> str:
+    if value is None:
+        return "–"
+    size = float(value)
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(size) < 1000 or unit == "PB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
+def fmt_seconds(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    if math.isinf(value):
+        return "∞"
+    s = abs(value)
+    sign = "-" if value < 0 else ""
+    if s < 10:
+        return f"{sign}{s:.1f} s"
+    if s < 120:
+        return f"{sign}{s:.0f} s"
+    if s < 7200:
+        return f"{sign}{s / 60:.0f} min"
+    if s < 172800:
+        return f"{sign}{s / 3600:.1f} h"
+    return f"{sign}{s / 86400:.1f} d"
+
+
+def fmt_rate(value: float | None, unit: str = "msg/s") -> str:
+    return "–" if value is None else f"{fmt_number(value)} {unit}"
+
+
+# ---------------------------------------------------------------- figures
+
+
+@dataclass(frozen=True)
+class Trace:
+    name: str
+    times: Sequence[float]
+    values: Sequence[float | None]
+    dash: str | None = None
+    color: str | None = None  # default: the palette in trace order
+
+
+def empty_figure(title: str, reason: str) -> Figure:
+    """A figure that says why it has no data instead of drawing empty axes."""
+    return {
+        "data": [],
+        "layout": {
+            **_base_layout(title),
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "annotations": [
+                {
+                    "text": f"no data — {reason}",
+                    "showarrow": False,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "font": {"size": 13, "color": "#6b7580"},
+                }
+            ],
+        },
+    }
+
+
+def _base_layout(title: str) -> dict[str, Any]:
+    return {
+        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+        "height": 300,
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 12},
+        "legend": {"orientation": "h", "y": -0.18, "font": {"size": 11}},
+        "uirevision": title,  # keep zoom and legend choices across auto-refreshes
+    }
+
+
+def line_figure(
+    title: str,
+    traces: Sequence[Trace],
+    *,
+    y_title: str = "",
+    empty_reason: str = "no series in this time range",
+    step: bool = False,
+    extra_layout: Mapping[str, Any] | None = None,
+) -> Figure:
+    if not traces:
+        return empty_figure(title, empty_reason)
+    data = []
+    for i, t in enumerate(traces):
+        line: dict[str, Any] = {"width": 1.8, "color": t.color or PALETTE[i % len(PALETTE)]}
+        if t.dash:
+            line["dash"] = t.dash
+        if step:
+            line["shape"] = "hv"
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": t.name,
+                "x": [x * 1000 for x in t.times],
+                "y": list(t.values),
+                "line": line,
+            }
+        )
+    layout = _base_layout(title)
+    layout["xaxis"] = {"type": "date", "gridcolor": "#eef1f4"}
+    layout["yaxis"] = {"title": {"text": y_title}, "gridcolor": "#eef1f4", "rangemode": "tozero"}
+    layout.update(extra_layout or {})
+    return {"data": data, "layout": layout}
+
+
+def bar_figure(
+    title: str,
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    *,
+    y_title: str = "",
+    barmode: str = "group",
+    text: bool = True,
+    colors: Sequence[str] | None = None,
+    empty_reason: str = "nothing to show",
+) -> Figure:
+    if not categories:
+        return empty_figure(title, empty_reason)
+    data = []
+    for i, (name, values) in enumerate(series.items()):
+        trace: dict[str, Any] = {
+            "type": "bar",
+            "name": name,
+            "x": list(categories),
+            "y": list(values),
+            "marker": {"color": (colors or PALETTE)[i % len(colors or PALETTE)]},
+        }
+        if text:
+            trace["text"] = [fmt_number(v, 0) if v is not None else "" for v in values]
+            trace["textposition"] = "auto"
+        data.append(trace)
+    layout = _base_layout(title)
+    layout.update(
+        barmode=barmode,
+        xaxis={"type": "category"},
+        yaxis={"title": {"text": y_title}, "gridcolor": "#eef1f4"},
+    )
+    return {"data": data, "layout": layout}
+
+
+def matrix_traces(
+    result: Matrix | Unreachable,
+    name: Callable[[Mapping[str, str]], str],
+    keep: Callable[[Mapping[str, str]], bool] = lambda _labels: True,
+    scale: float = 1.0,
+    *,
+    metric: str,
+    color: Callable[[Mapping[str, str]], str | None] = lambda _labels: None,
+    dash: str | None = None,
+    drop_idle: bool = False,
+) -> tuple[list[Trace], str]:
+    """Traces from a range query, sorted by name, and the reason to show when there are none.
+
+    `metric` names what the query reads, so an empty chart says which metric is missing;
+    `drop_idle` leaves out series that are 0 throughout (idle topics would crowd the legend).
+    """
+    if isinstance(result, Unreachable):
+        return [], str(result)
+    traces = [
+        Trace(
+            name(s.labels),
+            s.times,
+            [None if v is None else v * scale for v in s.values],
+            dash=dash,
+            color=color(s.labels),
+        )
+        for s in result
+        if keep(s.labels)
+    ]
+    traces.sort(key=lambda t: _natural_key(t.name))
+    if drop_idle:
+        busy = [t for t in traces if any(v for v in t.values)]
+        if traces and not busy:
+            return [], f"every {metric} series is 0 in this time range"
+        traces = busy
+    return traces, f"no {metric} series in this time range (not exported yet?)"
+
+
+def broker_color(labels: Mapping[str, str]) -> str | None:
+    """One color per broker across every chart (brokers are numbered from 1)."""
+    broker = labels.get("broker", "")
+    return PALETTE[(int(broker) - 1) % len(PALETTE)] if broker.isdigit() else None
+
+
+def _natural_key(text: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def series_broker(labels: Mapping[str, str]) -> str:
+    """Broker name of a series: its `broker` label, else its scrape target (JMX not relabeled)."""
+    if "broker" in labels:
+        return f"broker {labels['broker']}"
+    return labels.get("instance", "?")
+
+
+def last_values(result: Matrix | Unreachable) -> list[Series]:
+    return [] if isinstance(result, Unreachable) else list(result)
+
+
+# ---------------------------------------------------------------- components
+
+
+def card(title: str, *children: Any, wide: bool = False, id: str | None = None) -> html.Div:
+    props: dict[str, Any] = {"className": "card card-wide" if wide else "card"}
+    if id:
+        props["id"] = id
+    return html.Div([html.H3(title, className="card-title"), *children], **props)
+
+
+def graph(figure: Figure, id: str) -> dcc.Graph:
+    return dcc.Graph(
+        id=id,
+        figure=figure,
+        config={"displaylogo": False, "responsive": True},
+        style={"height": f"{figure['layout'].get('height', 300)}px"},
+    )
+
+
+def simple_table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    id: str | None = None,
+    row_classes: Sequence[str] | None = None,
+    empty: str = "nothing to show",
+) -> html.Div | html.Table:
+    if not rows:
+        return html.Div(empty, className="muted")
+    body = [
+        html.Tr(
+            [html.Td(cell) for cell in row],
+            className=row_classes[i] if row_classes and row_classes[i] else None,
+        )
+        for i, row in enumerate(rows)
+    ]
+    props: dict[str, Any] = {"className": "table"}
+    if id:
+        props["id"] = id
+    return html.Table(
+        [html.Thead(html.Tr([html.Th(c) for c in columns])), html.Tbody(body)], **props
+    )
+
+
+def data_table(
+    id: str,
+    columns: Sequence[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    *,
+    page_size: int = 20,
+    style_data_conditional: list[dict[str, Any]] | None = None,
+) -> dash_table.DataTable:
+    """A searchable (per-column filter), sortable, paged table for large lists."""
+    return dash_table.DataTable(
+        id=id,
+        columns=list(columns),
+        data=rows,
+        filter_action="native",
+        sort_action="native",
+        page_action="native",
+        page_size=page_size,
+        style_table={"overflowX": "auto"},
+        style_cell={
+            "fontFamily": "system-ui, sans-serif",
+            "fontSize": 12,
+            "padding": "3px 8px",
+            "textAlign": "left",
+        },
+        style_header={"fontWeight": "600", "backgroundColor": "#f3f5f8"},
+        style_data_conditional=style_data_conditional or [],
+        filter_options={"case": "insensitive"},
+    )
+
+
+def column(key: str, name: str, kind: str = "text") -> dict[str, Any]:
+    """A DataTable column; numeric columns sort as numbers and show thousands separators."""
+    spec: dict[str, Any] = {"id": key, "name": name}
+    if kind == "numeric":
+        spec["type"] = "numeric"
+        spec["format"] = Format(group=Group.yes)
+    elif kind == "seconds":
+        spec["type"] = "numeric"
+        spec["format"] = Format(precision=1, scheme=Scheme.fixed)
+    return spec
+
+
+def note(text: str) -> html.P:
+    return html.P(text, className="note")

@@ -1,0 +1,338 @@
+"""Consumers: produced vs consumed per group and topic, lag in messages and seconds, status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dash import html
+
+from dashboard.cluster import Cluster, Group
+from dashboard.data import Matrix, Plan, Unreachable
+from dashboard.views.common import (
+    PALETTE,
+    Filters,
+    PageContext,
+    Trace,
+    card,
+    column,
+    data_table,
+    fmt_int,
+    fmt_number,
+    fmt_seconds,
+    graph,
+    line_figure,
+    matrix_traces,
+    note,
+    simple_table,
+)
+
+MAX_GROUPS_CHARTED = 8
+PRODUCED = "#55606b"
+
+
+def plan(filters: Filters) -> Plan:
+    g = filters.matchers(group=True, topic=True)
+    t = filters.matchers(topic=True)
+    return Plan(
+        cluster=True,
+        ranged={
+            "produced": f"sum by (topic) (kafka_topic_messages_in_per_second{{{t}}})",
+            "consumed": (
+                "sum by (consumergroup, topic) "
+                f"(kafka_consumergroup_messages_consumed_per_second{{{g}}})"
+            ),
+            "lag": f"sum by (consumergroup, topic) (kafka_consumergroup_lag_sum{{{g}}})",
+            "lag_seconds": (
+                f"max by (consumergroup, topic) (kafka_consumergroup_max_lag_seconds{{{g}}})"
+            ),
+            "status": (
+                "max by (consumergroup) (kafka_consumergroup_status{"
+                + filters.matchers(group=True)
+                + "})"
+            ),
+        },
+    )
+
+
+def charted_groups(
+    groups: Sequence[Group], filters: Filters, n: int = MAX_GROUPS_CHARTED
+) -> list[str]:
+    """The selected groups, else the n groups with the most lag (so 50 groups stay readable)."""
+    if filters.groups:
+        return sorted(filters.groups)
+    ranked = sorted(groups, key=lambda g: (-(g.lag or 0), g.group_id))
+    return [g.group_id for g in ranked[:n]]
+
+
+def group_rows(groups: Sequence[Group], filters: Filters) -> list[list[str]]:
+    rows = []
+    for g in groups:
+        if not filters.keep_group(g.group_id):
+            continue
+        topics = [t for t in g.topics if filters.keep_topic(t.topic)]
+        consumed = [
+            t.messages_consumed_per_second
+            for t in topics
+            if t.messages_consumed_per_second is not None
+        ]
+        rows.append(
+            [
+                g.group_id,
+                (g.state or "?").title(),
+                (g.type or "?").title(),
+                str(g.member_count),
+                g.status or "–",
+                ", ".join(t.topic for t in topics) or "–",
+                fmt_int(g.lag),
+                fmt_seconds(g.max_lag_seconds),
+                fmt_number(sum(consumed)) if consumed else "–",
+            ]
+        )
+    return rows
+
+
+def partition_status_rows(groups: Sequence[Group], filters: Filters) -> list[dict[str, Any]]:
+    return [
+        {
+            "group": g.group_id,
+            "topic": p.topic,
+            "partition": p.partition,
+            "committed_offset": p.committed_offset,
+            "latest_offset": p.latest_offset,
+            "lag": p.lag,
+            "lag_seconds": p.lag_seconds,
+            "status": (p.status or "–")
+            + ("" if p.status_window_complete in (None, True) else " (window incomplete)"),
+        }
+        for g in groups
+        if filters.keep_group(g.group_id)
+        for p in g.partitions
+        if filters.keep_topic(p.topic)
+    ]
+
+
+PARTITION_STATUS_COLUMNS = [
+    column("group", "Group"),
+    column("topic", "Topic"),
+    column("partition", "Partition", "numeric"),
+    column("committed_offset", "Committed offset", "numeric"),
+    column("latest_offset", "Latest offset", "numeric"),
+    column("lag", "Lag (messages)", "numeric"),
+    column("lag_seconds", "Lag (s)", "seconds"),
+    column("status", "Status"),
+]
+
+
+def produced_vs_consumed(
+    produced: Matrix | Unreachable, consumed: Matrix | Unreachable, groups: Sequence[str]
+) -> tuple[list[Trace], str]:
+    """Consumed rate of each charted group per topic, and a dotted produced rate per such topic.
+
+    A pair is left out only when nothing is produced or consumed (idle topics crowd the legend);
+    a group consuming nothing from a busy topic stays: that is the story this chart tells.
+    """
+    if isinstance(consumed, Unreachable):
+        return [], str(consumed)
+    if not consumed:
+        return [], "no kafka_consumergroup_messages_consumed_per_second series (not exported yet?)"
+    busy_topics = {
+        s.labels.get("topic", "")
+        for s in ([] if isinstance(produced, Unreachable) else produced)
+        if any(s.values)
+    }
+    pairs = [
+        s
+        for s in consumed
+        if s.labels.get("consumergroup") in groups
+        and (any(s.values) or s.labels.get("topic") in busy_topics)
+    ]
+    pairs.sort(key=lambda s: (s.labels.get("consumergroup", ""), s.labels.get("topic", "")))
+    topics = {s.labels.get("topic") for s in pairs}
+    traces = [
+        Trace(f"produced · {s.labels['topic']}", s.times, s.values, dash="dot", color=PRODUCED)
+        for s in ([] if isinstance(produced, Unreachable) else produced)
+        if s.labels.get("topic") in topics
+    ]
+    traces += [
+        Trace(
+            f"consumed · {s.labels.get('consumergroup')} · {s.labels.get('topic')}",
+            s.times,
+            s.values,
+            color=PALETTE[i % len(PALETTE)],
+        )
+        for i, s in enumerate(pairs)
+    ]
+    return traces, "every charted group and its topics are idle in this time range"
+
+
+def build(ctx: PageContext) -> list[Any]:
+    f = ctx.filters
+    cluster = ctx.topology
+    groups = list(cluster.groups) if not isinstance(cluster, Unreachable) else []
+    charted = charted_groups(groups, f)
+    if not groups and not f.groups:  # exporter unreachable: chart what Prometheus knows
+        lag_series = ctx.ranged("lag")
+        known = [] if isinstance(lag_series, Unreachable) else lag_series
+        charted = sorted({s.labels.get("consumergroup", "") for s in known})[:MAX_GROUPS_CHARTED]
+    in_chart = lambda labels: labels.get("consumergroup") in charted  # noqa: E731
+
+    def group_topic(labels: Mapping[str, str]) -> str:
+        return f"{labels.get('consumergroup', '?')} · {labels.get('topic', '?')}"
+
+    consumed_metric = "kafka_consumergroup_messages_consumed_per_second"
+    flow, why_c = produced_vs_consumed(ctx.ranged("produced"), ctx.ranged("consumed"), charted)
+    lag, why_lag = matrix_traces(
+        ctx.ranged("lag"), group_topic, in_chart, metric="kafka_consumergroup_lag_sum"
+    )
+    lag_s, why_lag_s = matrix_traces(
+        ctx.ranged("lag_seconds"),
+        group_topic,
+        in_chart,
+        metric="kafka_consumergroup_max_lag_seconds",
+    )
+    status, why_status = matrix_traces(
+        ctx.ranged("status"),
+        lambda lab: lab.get("consumergroup", "?"),
+        in_chart,
+        metric="kafka_consumergroup_status",
+    )
+    subset = note(
+        f"Charts show {len(charted)} group(s): "
+        + (", ".join(charted) if charted else "none")
+        + ("" if f.groups else " — the most lagging; pick groups in the filter to change.")
+        + f" Consumed = {consumed_metric}."
+    )
+    charts = html.Div(
+        [
+            card(
+                "Produced vs consumed",
+                graph(
+                    line_figure(
+                        "Produced (dotted) vs consumed, messages per second",
+                        flow,
+                        y_title="msg/s",
+                        empty_reason=why_c,
+                    ),
+                    "fig-consumers-flow",
+                ),
+                subset,
+                wide=True,
+            ),
+            card(
+                "Lag in messages",
+                graph(
+                    line_figure(
+                        "Lag per group and topic (messages)",
+                        lag,
+                        y_title="messages",
+                        empty_reason=why_lag,
+                    ),
+                    "fig-consumers-lag",
+                ),
+            ),
+            card(
+                "Lag in seconds",
+                graph(
+                    line_figure(
+                        "Lag per group and topic (seconds)",
+                        lag_s,
+                        y_title="seconds",
+                        empty_reason=why_lag_s,
+                    ),
+                    "fig-consumers-lag-seconds",
+                ),
+            ),
+            card(
+                "Status over time",
+                graph(
+                    line_figure(
+                        "Group status (1 OK, 2 WARN, 3 ERR)",
+                        status,
+                        y_title="status",
+                        empty_reason=why_status,
+                        step=True,
+                        extra_layout={
+                            "yaxis": {
+                                "tickvals": [1, 2, 3],
+                                "ticktext": ["OK", "WARN", "ERR"],
+                                "range": [0.5, 3.5],
+                            }
+                        },
+                    ),
+                    "fig-consumers-status",
+                ),
+            ),
+        ],
+        className="grid",
+    )
+    if isinstance(cluster, Unreachable):
+        return [
+            html.Div(
+                card(
+                    "Consumer groups",
+                    html.Div(f"No topology: {cluster}", className="muted"),
+                    wide=True,
+                ),
+                className="grid",
+            ),
+            charts,
+        ]
+    return [_tables(cluster, f), charts]
+
+
+def _tables(cluster: Cluster, f: Filters) -> html.Div:
+    rows = group_rows(cluster.groups, f)
+    status_rows = partition_status_rows(cluster.groups, f)
+    return html.Div(
+        [
+            card(
+                f"Consumer groups ({len(rows)})",
+                simple_table(
+                    [
+                        "Group",
+                        "State",
+                        "Type",
+                        "Members",
+                        "Status",
+                        "Topics",
+                        "Lag (messages)",
+                        "Max lag (s)",
+                        "Consumed msg/s",
+                    ],
+                    rows,
+                    id="groups-table",
+                    row_classes=[
+                        "row-bad" if r[4] == "ERR" else "row-warn" if r[4] == "WARN" else ""
+                        for r in rows
+                    ],
+                    empty="No consumer groups.",
+                ),
+                wide=True,
+            ),
+            card(
+                "Status per group and partition",
+                data_table(
+                    "group-partitions-table",
+                    PARTITION_STATUS_COLUMNS,
+                    status_rows,
+                    page_size=15,
+                    style_data_conditional=[
+                        {
+                            "if": {"filter_query": '{status} contains "WARN"'},
+                            "backgroundColor": "#fff4dc",
+                        },
+                        {
+                            "if": {
+                                "filter_query": '{status} contains "STOP" || {status} contains '
+                                '"STALL" || {status} contains "REWIND"'
+                            },
+                            "backgroundColor": "#fde2e2",
+                        },
+                    ],
+                ),
+                wide=True,
+            ),
+        ],
+        className="grid",
+    )

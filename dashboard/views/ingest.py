@@ -1,0 +1,347 @@
+"""Ingest: the Spark job's micro-batches, backlog, invalid rows, freshness, daily completeness."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dash import html
+
+from dashboard.data import Plan, Unreachable, Vector, by_label, scalar
+from dashboard.views.common import (
+    Figure,
+    PageContext,
+    Trace,
+    bar_figure,
+    card,
+    empty_figure,
+    fmt_int,
+    fmt_seconds,
+    graph,
+    line_figure,
+    matrix_traces,
+    note,
+    simple_table,
+)
+from dashboard.views.overview import INGEST_GROUP
+
+# `vigia-ingest run --trigger-interval` default, drawn when the job does not export its interval.
+DEFAULT_TRIGGER_INTERVAL = 30.0
+_BY_QUERY = "sum by (query)"
+
+
+def plan() -> Plan:
+    return Plan(
+        cluster=False,
+        instant={
+            "active": "max by (query) (vigia_ingest_query_active)",
+            "input_total": "sum(vigia_ingest_input_rows_total)",
+            "valid_total": "sum(vigia_ingest_valid_rows_total)",
+            "invalid_total": "sum by (reason) (vigia_ingest_invalid_rows_total)",
+            "last_batch_rows": "sum(vigia_ingest_batch_input_rows)",
+            "freshness": "time() - max(vigia_ingest_newest_measure_timestamp_seconds)",
+            "progress_age": "time() - max(vigia_ingest_last_progress_timestamp_seconds)",
+            "trigger": "max(vigia_ingest_trigger_interval_seconds)",
+            "day_measures": "max by (measure_date) (vigia_ingest_day_measures)",
+            "completeness": '{__name__=~"vigia_ingest_.*completeness.*"}',
+        },
+        ranged={
+            "input_rate": f"{_BY_QUERY} (vigia_ingest_input_rows_per_second)",
+            "processed_rate": f"{_BY_QUERY} (vigia_ingest_processed_rows_per_second)",
+            "batch_avg": (
+                f"{_BY_QUERY} (rate(vigia_ingest_batch_duration_seconds_sum[5m])) / "
+                f"{_BY_QUERY} (rate(vigia_ingest_batch_duration_seconds_count[5m]))"
+            ),
+            "batch_p95": (
+                "histogram_quantile(0.95, sum by (query, le) "
+                "(rate(vigia_ingest_batch_duration_seconds_bucket[5m])))"
+            ),
+            "rows_per_batch": f"{_BY_QUERY} (vigia_ingest_batch_input_rows)",
+            "backlog_messages": "max by (topic) (vigia_ingest_offsets_behind_latest)",
+            "group_lag": (
+                f'sum by (topic) (kafka_consumergroup_lag_sum{{consumergroup="{INGEST_GROUP}"}})'
+            ),
+            "backlog_seconds": (
+                f'max(kafka_consumergroup_max_lag_seconds{{consumergroup="{INGEST_GROUP}"}})'
+            ),
+            "invalid_rate": "sum by (reason) (rate(vigia_ingest_invalid_rows_total[5m]))",
+            "freshness": "time() - max(vigia_ingest_newest_measure_timestamp_seconds)",
+            "progress_age": "time() - max(vigia_ingest_last_progress_timestamp_seconds)",
+        },
+    )
+
+
+@dataclass(frozen=True)
+class DayCompleteness:
+    date: str
+    measures: float | None
+    ratio: float | None  # from a completeness ratio metric, when the job exports one
+
+
+def daily_completeness(
+    day_measures: Vector | Unreachable, completeness: Vector | Unreachable
+) -> list[DayCompleteness]:
+    measures = by_label(day_measures, "measure_date") if isinstance(day_measures, list) else {}
+    ratios: dict[str, float] = {}
+    if isinstance(completeness, list):
+        ratios = by_label(
+            (s for s in completeness if "ratio" in s.labels.get("__name__", "")), "measure_date"
+        )
+    days = sorted(set(measures) | set(ratios))
+    return [DayCompleteness(d, measures.get(d), ratios.get(d)) for d in days]
+
+
+def completeness_figure(days: Sequence[DayCompleteness], reason: str) -> Figure:
+    if not days:
+        return empty_figure("Measures stored per day", reason)
+    fig = bar_figure(
+        "Measures stored per day",
+        [d.date for d in days],
+        {"measures stored": [d.measures for d in days]},
+        y_title="measures",
+    )
+    if any(d.ratio is not None for d in days):
+        fig["data"][0]["text"] = [
+            f"{fmt_int(d.measures)}" + (f" ({d.ratio:.1%})" if d.ratio is not None else "")
+            for d in days
+        ]
+    return fig
+
+
+def invalid_summary(
+    invalid: Vector | Unreachable, valid: float | None, total: float | None
+) -> list[list[str]]:
+    rows = []
+    if isinstance(invalid, list):
+        for s in sorted(invalid, key=lambda s: -(s.value or 0)):
+            share = (s.value or 0) / total if total else None
+            rows.append(
+                [
+                    s.labels.get("reason", "?"),
+                    fmt_int(s.value),
+                    f"{share:.2%}" if share is not None else "–",
+                ]
+            )
+    if valid is not None:
+        rows.append(
+            ["(valid rows written)", fmt_int(valid), f"{valid / total:.2%}" if total else "–"]
+        )
+    return rows
+
+
+def _active_text(active: Vector | Unreachable) -> str:
+    if isinstance(active, Unreachable) or not active:
+        return "no data"
+    return ", ".join(
+        f"{s.labels.get('query', 'query')}: {'running' if s.value == 1 else 'stopped'}"
+        for s in active
+    )
+
+
+def build(ctx: PageContext) -> list[Any]:
+    def named(suffix: str) -> Callable[[Mapping[str, str]], str]:
+        return lambda labels: f"{labels.get('query', 'ingest')} {suffix}"
+
+    inp, why_rate = matrix_traces(
+        ctx.ranged("input_rate"), named("input"), metric="vigia_ingest_input_rows_per_second"
+    )
+    proc, _ = matrix_traces(
+        ctx.ranged("processed_rate"),
+        named("processed"),
+        dash="dot",
+        metric="vigia_ingest_processed_rows_per_second",
+    )
+    avg, why_batch = matrix_traces(
+        ctx.ranged("batch_avg"), named("mean"), metric="vigia_ingest_batch_duration_seconds"
+    )
+    p95, _ = matrix_traces(
+        ctx.ranged("batch_p95"), named("p95"), metric="vigia_ingest_batch_duration_seconds"
+    )
+    rows, why_rows = matrix_traces(
+        ctx.ranged("rows_per_batch"), named("rows"), metric="vigia_ingest_batch_input_rows"
+    )
+    group_lag, why_bm = matrix_traces(
+        ctx.ranged("group_lag"),
+        lambda lab: f"{INGEST_GROUP} lag · {lab.get('topic', '?')}",
+        metric="kafka_consumergroup_lag_sum",
+    )
+    behind, _ = matrix_traces(
+        ctx.ranged("backlog_messages"),
+        lambda lab: f"job's offsets behind · {lab.get('topic', '?')}",
+        dash="dot",
+        metric="vigia_ingest_offsets_behind_latest",
+    )
+    backlog_s, why_bs = matrix_traces(
+        ctx.ranged("backlog_seconds"),
+        lambda _l: f"{INGEST_GROUP} lag (s)",
+        metric="kafka_consumergroup_max_lag_seconds",
+    )
+    invalid, why_inv = matrix_traces(
+        ctx.ranged("invalid_rate"),
+        lambda lab: lab.get("reason", "?"),
+        metric="vigia_ingest_invalid_rows_total",
+    )
+    fresh, why_fresh = matrix_traces(
+        ctx.ranged("freshness"),
+        lambda _l: "newest stored measure age",
+        metric="vigia_ingest_newest_measure_timestamp_seconds",
+    )
+    progress, _ = matrix_traces(
+        ctx.ranged("progress_age"),
+        lambda _l: "time since last batch",
+        dash="dot",
+        metric="vigia_ingest_last_progress_timestamp_seconds",
+    )
+
+    trigger = scalar(ctx.instant("trigger"))
+    trigger_label = (
+        f"trigger interval {trigger:g} s"
+        if trigger is not None
+        else f"default trigger interval {DEFAULT_TRIGGER_INTERVAL:g} s (not exported)"
+    )
+    duration_traces = avg + p95
+    if duration_traces:
+        times = duration_traces[0].times
+        level = trigger if trigger is not None else DEFAULT_TRIGGER_INTERVAL
+        duration_traces.append(Trace(trigger_label, [times[0], times[-1]], [level, level], "dash"))
+
+    input_total = scalar(ctx.instant("input_total"))
+    valid_total = scalar(ctx.instant("valid_total"))
+    summary = simple_table(
+        [
+            "Query",
+            "Last batch rows",
+            "Newest measure age",
+            "Last batch",
+            "Rows read",
+            "Trigger interval",
+        ],
+        [
+            [
+                _active_text(ctx.instant("active")),
+                fmt_int(scalar(ctx.instant("last_batch_rows"))),
+                fmt_seconds(scalar(ctx.instant("freshness"))),
+                (fmt_seconds(scalar(ctx.instant("progress_age"))) + " ago")
+                if scalar(ctx.instant("progress_age")) is not None
+                else "–",
+                fmt_int(input_total),
+                fmt_seconds(trigger if trigger is not None else DEFAULT_TRIGGER_INTERVAL),
+            ]
+        ],
+        id="ingest-summary",
+    )
+    day_measures = ctx.instant("day_measures")
+    days = daily_completeness(day_measures, ctx.instant("completeness"))
+    why_days = (
+        str(day_measures)
+        if isinstance(day_measures, Unreachable)
+        else "vigia_ingest_day_measures not exported yet"
+    )
+    return [
+        html.Div(
+            [
+                card("Ingest job", summary, wide=True),
+                card(
+                    "Rates",
+                    graph(
+                        line_figure(
+                            "Input vs processed rows per second",
+                            inp + proc,
+                            y_title="rows/s",
+                            empty_reason=why_rate,
+                        ),
+                        "fig-ingest-rates",
+                    ),
+                ),
+                card(
+                    "Batch duration",
+                    graph(
+                        line_figure(
+                            "Batch duration vs trigger interval",
+                            duration_traces,
+                            y_title="seconds",
+                            empty_reason=why_batch,
+                        ),
+                        "fig-ingest-batch-duration",
+                    ),
+                ),
+                card(
+                    "Rows per batch",
+                    graph(
+                        line_figure(
+                            "Rows in the last batch",
+                            rows,
+                            y_title="rows",
+                            empty_reason=why_rows,
+                            step=True,
+                        ),
+                        "fig-ingest-rows",
+                    ),
+                ),
+                card(
+                    "Backlog (messages)",
+                    graph(
+                        line_figure(
+                            "Messages not yet ingested",
+                            group_lag + behind,
+                            y_title="messages",
+                            empty_reason=why_bm,
+                        ),
+                        "fig-ingest-backlog",
+                    ),
+                ),
+                card(
+                    "Backlog (seconds)",
+                    graph(
+                        line_figure(
+                            f"Lag of {INGEST_GROUP} in seconds",
+                            backlog_s,
+                            y_title="seconds",
+                            empty_reason=why_bs,
+                        ),
+                        "fig-ingest-backlog-seconds",
+                    ),
+                ),
+                card(
+                    "Freshness",
+                    graph(
+                        line_figure(
+                            "Age of the newest stored measure and of the last batch",
+                            fresh + progress,
+                            y_title="seconds",
+                            empty_reason=why_fresh,
+                        ),
+                        "fig-ingest-freshness",
+                    ),
+                ),
+                card(
+                    "Invalid rows",
+                    graph(
+                        line_figure(
+                            "Quarantined rows per second by reason",
+                            invalid,
+                            y_title="rows/s",
+                            empty_reason=why_inv,
+                        ),
+                        "fig-ingest-invalid",
+                    ),
+                    simple_table(
+                        ["Reason", "Rows", "Share of rows read"],
+                        invalid_summary(ctx.instant("invalid_total"), valid_total, input_total),
+                        id="invalid-table",
+                        empty="No invalid-row counts yet.",
+                    ),
+                ),
+                card(
+                    "Daily completeness",
+                    graph(completeness_figure(days, why_days), "fig-ingest-completeness"),
+                    note(
+                        "Rows stored per measure date (last 7 days). Run `vigia-ingest "
+                        "completeness --date D` for expected vs stored and the missing keys."
+                    ),
+                ),
+            ],
+            className="grid",
+        )
+    ]

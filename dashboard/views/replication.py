@@ -1,0 +1,284 @@
+"""Replication: latency per broker (probe, JMX), out-of-sync replicas now and over time."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dash import html
+
+from dashboard.cluster import Cluster, Partition, filter_topics
+from dashboard.data import Plan, Unreachable
+from dashboard.views.common import (
+    Filters,
+    PageContext,
+    broker_color,
+    card,
+    fmt_seconds,
+    graph,
+    line_figure,
+    matrix_traces,
+    note,
+    series_broker,
+    simple_table,
+)
+
+
+def plan(filters: Filters) -> Plan:
+    b = filters.matchers(broker=True)
+    bt = filters.matchers(broker=True, topic=True)
+    t = filters.matchers(topic=True)
+    return Plan(
+        cluster=True,
+        ranged={
+            "probe_latency": f"max by (broker) (vigia_probe_replication_latency_seconds{{{b}}})",
+            "remote_time": (
+                "max by (broker, instance) (kafka_network_requestmetrics_remotetimems"
+                '{request="Produce",quantile="0.99"})'
+            ),
+            "fetcher_lag": "max by (broker, instance) (kafka_server_replicafetchermanager_maxlag)",
+            "out_of_sync": f"sum by (broker) (1 - kafka_partition_replica_in_sync{{{bt}}})",
+            "out_of_sync_time": (
+                f"max by (broker) (kafka_partition_replica_out_of_sync_seconds{{{bt}}})"
+            ),
+            "urp": f"sum(kafka_topic_partition_under_replicated_partition{{{t}}})",
+            "under_min_isr": f"sum(kafka_topic_partition_under_min_isr{{{t}}})",
+            "probe_lost": (
+                'sum by (broker) (increase(vigia_probe_messages_total{outcome=~"lost|failed"'
+                + (f",{b}" if b else "")
+                + "}[5m]))"
+            ),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class OutOfSyncReplica:
+    topic: str
+    partition: int
+    broker: int
+    seconds: float | None
+    broker_down: bool
+
+
+def out_of_sync_replicas(
+    partitions: Sequence[Partition], down_brokers: Sequence[int]
+) -> list[OutOfSyncReplica]:
+    return [
+        OutOfSyncReplica(p.topic, p.partition, b, p.out_of_sync_seconds.get(b), b in down_brokers)
+        for p in partitions
+        for b in p.out_of_sync
+    ]
+
+
+def out_of_sync_by_broker(replicas: Sequence[OutOfSyncReplica]) -> dict[int, int]:
+    return dict(sorted(Counter(r.broker for r in replicas).items()))
+
+
+def build(ctx: PageContext) -> list[Any]:
+    f = ctx.filters
+    keep = lambda labels: "broker" not in labels or f.keep_broker(labels["broker"])  # noqa: E731
+    probe, why_probe = matrix_traces(
+        ctx.ranged("probe_latency"),
+        series_broker,
+        metric="vigia_probe_replication_latency_seconds",
+        color=broker_color,
+    )
+    remote, why_remote = matrix_traces(
+        ctx.ranged("remote_time"),
+        series_broker,
+        keep,
+        0.001,
+        metric="kafka_network_requestmetrics_remotetimems",
+        color=broker_color,
+    )
+    fetch_lag, why_fetch = matrix_traces(
+        ctx.ranged("fetcher_lag"),
+        series_broker,
+        keep,
+        metric="kafka_server_replicafetchermanager_maxlag",
+        color=broker_color,
+    )
+    oos_hist, why_oos = matrix_traces(
+        ctx.ranged("out_of_sync"),
+        series_broker,
+        metric="kafka_partition_replica_in_sync",
+        color=broker_color,
+    )
+    oos_time, why_oost = matrix_traces(
+        ctx.ranged("out_of_sync_time"),
+        series_broker,
+        metric="kafka_partition_replica_out_of_sync_seconds",
+        color=broker_color,
+    )
+    urp, why_urp = matrix_traces(
+        ctx.ranged("urp"),
+        lambda _l: "under-replicated",
+        metric="kafka_topic_partition_under_replicated_partition",
+    )
+    umi, _ = matrix_traces(
+        ctx.ranged("under_min_isr"),
+        lambda _l: "under min ISR",
+        metric="kafka_topic_partition_under_min_isr",
+    )
+    lost, why_lost = matrix_traces(
+        ctx.ranged("probe_lost"),
+        series_broker,
+        metric="vigia_probe_messages_total",
+        color=broker_color,
+    )
+
+    history = html.Div(
+        [
+            card(
+                "Replication latency (probe)",
+                graph(
+                    line_figure(
+                        "Replication latency per broker: acks=all minus acks=1 (probe)",
+                        probe,
+                        y_title="seconds",
+                        empty_reason=why_probe,
+                    ),
+                    "fig-replication-probe",
+                ),
+            ),
+            card(
+                "Produce remote time (JMX)",
+                graph(
+                    line_figure(
+                        "Produce remote time p99 per broker (waiting for followers)",
+                        remote,
+                        y_title="seconds",
+                        empty_reason=why_remote,
+                    ),
+                    "fig-replication-remote-time",
+                ),
+            ),
+            card(
+                "Out-of-sync replicas over time",
+                graph(
+                    line_figure(
+                        "Out-of-sync replicas per broker",
+                        oos_hist,
+                        y_title="replicas",
+                        empty_reason=why_oos,
+                        step=True,
+                    ),
+                    "fig-replication-oos-history",
+                ),
+            ),
+            card(
+                "Partitions not fully replicated",
+                graph(
+                    line_figure(
+                        "Under-replicated and under-min-ISR partitions",
+                        urp + umi,
+                        y_title="partitions",
+                        empty_reason=why_urp,
+                        step=True,
+                    ),
+                    "fig-replication-urp-history",
+                ),
+            ),
+            card(
+                "Longest time out of sync",
+                graph(
+                    line_figure(
+                        "Longest out-of-sync time per broker",
+                        oos_time,
+                        y_title="seconds",
+                        empty_reason=why_oost,
+                    ),
+                    "fig-replication-oos-time",
+                ),
+            ),
+            card(
+                "Follower lag (JMX)",
+                graph(
+                    line_figure(
+                        "Replica fetcher max lag per broker",
+                        fetch_lag,
+                        y_title="messages",
+                        empty_reason=why_fetch,
+                    ),
+                    "fig-replication-fetcher-lag",
+                ),
+            ),
+            card(
+                "Lost or failed probes",
+                graph(
+                    line_figure(
+                        "Probe messages lost or failed (5 min)",
+                        lost,
+                        y_title="messages",
+                        empty_reason=why_lost,
+                    ),
+                    "fig-replication-probe-lost",
+                ),
+            ),
+        ],
+        className="grid",
+    )
+    cluster = ctx.topology
+    if isinstance(cluster, Unreachable):
+        return [
+            html.Div(
+                card(
+                    "Out-of-sync replicas now",
+                    html.Div(f"No topology: {cluster}", className="muted"),
+                    wide=True,
+                ),
+                className="grid",
+            ),
+            history,
+        ]
+    return [_current(cluster, f), history]
+
+
+def _current(cluster: Cluster, f: Filters) -> html.Div:
+    partitions = [p for t in filter_topics(cluster.topics, f.topics) for p in t.partitions]
+    replicas = [
+        r
+        for r in out_of_sync_replicas(partitions, cluster.down_broker_ids)
+        if f.keep_broker(r.broker)
+    ]
+    per_broker = out_of_sync_by_broker(replicas)
+    brokers = [b.id for b in cluster.brokers if f.keep_broker(b.id)]
+    shown = replicas[:200]
+    table = simple_table(
+        ["Topic", "Partition", "Broker", "Out of sync for", "Why"],
+        [
+            [
+                r.topic,
+                str(r.partition),
+                str(r.broker),
+                fmt_seconds(r.seconds),
+                "broker down" if r.broker_down else "lagging follower",
+            ]
+            for r in shown
+        ],
+        id="out-of-sync-table",
+        empty="Every replica is in sync.",
+    )
+    counts = simple_table(
+        ["Broker", *[str(b) for b in brokers]],
+        [["Out-of-sync replicas", *[str(per_broker.get(b, 0)) for b in brokers]]],
+        id="out-of-sync-per-broker",
+    )
+    return html.Div(
+        [
+            card(
+                f"Out-of-sync replicas now: {len(replicas)}",
+                counts,
+                html.Div(table, className="scroll-box"),
+                note(f"Showing the first {len(shown)}.")
+                if len(replicas) > len(shown)
+                else html.Span(),
+                wide=True,
+                id="out-of-sync-card",
+            ),
+        ],
+        className="grid",
+    )

@@ -1,0 +1,166 @@
+"""The JSON served at /api/v1/cluster (shape documented in docs/api.md), built from the state."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
+from exporter.state import ExporterState, PartitionLag
+
+
+def cluster_json(state: ExporterState) -> dict[str, Any]:
+    snap = state.snapshot
+    return {
+        "collected_at": snap.collected_at,
+        "collection_duration_seconds": snap.durations.get("total"),
+        "up": state.up,
+        "errors": [{"phase": e.phase, "message": e.message} for e in snap.errors],
+        "cluster": {
+            "cluster_id": snap.cluster_id,
+            "controller_id": snap.controller_id,
+            "controller_source": snap.controller_source,
+        },
+        "brokers": _brokers(state),
+        "topics": [_topic(state, t) for t in snap.topics],
+        "broker_topic_rates": [
+            {"broker": broker, "topic": topic, "messages_in_per_second": rate}
+            for (broker, topic), rate in sorted(state.broker_topic_rates.items())
+        ],
+        "groups": _groups(state),
+    }
+
+
+def _brokers(state: ExporterState) -> list[dict[str, Any]]:
+    snap = state.snapshot
+    known: dict[int, Broker] = {b.id: b for b in snap.brokers}
+    log_dirs: dict[int, BrokerLogDirs] = {b.broker: b for b in snap.log_dirs}
+    brokers = []
+    # Brokers missing from metadata but still holding replicas (stopped, fenced) are listed too.
+    for broker_id, counts in sorted(state.broker_counts.items()):
+        meta = known.get(broker_id)
+        dirs = log_dirs.get(broker_id)
+        brokers.append(
+            {
+                "id": broker_id,
+                "host": meta.host if meta else None,
+                "port": meta.port if meta else None,
+                "rack": meta.rack if meta else None,
+                "online": meta is not None,
+                "is_controller": broker_id == snap.controller_id,
+                "leader_partitions": counts.leader,
+                "follower_partitions": counts.follower_in_sync,
+                "preferred_leader_partitions": counts.preferred_leader,
+                "log_dirs_error": dirs.error if dirs else None,
+                "log_dirs": None
+                if dirs is None or dirs.error is not None
+                else [
+                    {
+                        "path": d.path,
+                        "error": d.error,
+                        "size_bytes": sum(p.size_bytes for p in d.partitions)
+                        if d.error is None
+                        else None,
+                        "total_bytes": d.total_bytes,
+                        "usable_bytes": d.usable_bytes,
+                    }
+                    for d in dirs.log_dirs
+                ],
+            }
+        )
+    return brokers
+
+
+def _topic(state: ExporterState, topic: Topic) -> dict[str, Any]:
+    partitions = []
+    for p in topic.partitions:
+        status = state.partition_status[(topic.name, p.partition)]
+        sizes = {
+            str(r): state.replica_sizes[(topic.name, p.partition, r)]
+            for r in p.replicas
+            if (topic.name, p.partition, r) in state.replica_sizes
+        }
+        partitions.append(
+            {
+                "partition": p.partition,
+                "leader": p.leader,
+                "replicas": list(p.replicas),
+                "isr": list(p.isr),
+                "offline_replicas": list(p.offline_replicas),
+                "earliest_offset": p.earliest_offset,
+                "latest_offset": p.latest_offset,
+                "under_replicated": status.under_replicated,
+                "under_min_isr": status.under_min_isr,
+                "offline": status.offline,
+                "leader_is_preferred": status.leader_is_preferred,
+                "replica_size_bytes": sizes,
+                "out_of_sync_seconds": None,
+            }
+        )
+    return {
+        "name": topic.name,
+        "internal": topic.internal,
+        "min_insync_replicas": state.min_isr[topic.name],
+        "size_bytes": state.topic_size_bytes.get(topic.name),
+        "leader_size_bytes": state.topic_leader_size_bytes.get(topic.name),
+        "messages_in_per_second": state.topic_rates.get(topic.name),
+        "partitions": partitions,
+    }
+
+
+def _groups(state: ExporterState) -> list[dict[str, Any]]:
+    lags: dict[str, list[PartitionLag]] = defaultdict(list)
+    for item in state.group_lags:
+        lags[item.group].append(item)
+    return [_group(state, g, lags[g.group_id]) for g in state.snapshot.groups]
+
+
+def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag]) -> dict[str, Any]:
+    per_topic: dict[str, list[PartitionLag]] = defaultdict(list)
+    for item in lags:
+        per_topic[item.topic].append(item)
+    topics = []
+    for topic, items in sorted(per_topic.items()):
+        known = [i.lag for i in items if i.lag is not None]
+        topics.append(
+            {
+                "topic": topic,
+                "lag": sum(known) if known else None,
+                "committed_offset_sum": sum(i.committed for i in items),
+                "max_lag_seconds": None,
+                "messages_consumed_per_second": state.consumed_rates.get((group.group_id, topic)),
+            }
+        )
+    return {
+        "group_id": group.group_id,
+        "state": group.state,
+        "type": group.type,
+        "protocol": group.protocol,
+        "coordinator": group.coordinator,
+        "status": None,
+        "members": None
+        if group.members is None
+        else [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": [{"topic": a.topic, "partition": a.partition} for a in m.assignment],
+            }
+            for m in group.members
+        ],
+        "topics": topics,
+        "partitions": [
+            {
+                "topic": i.topic,
+                "partition": i.partition,
+                "committed_offset": i.committed,
+                "latest_offset": i.latest,
+                "lag": i.lag,
+                "lag_seconds": None,
+                "status": None,
+                "status_window_complete": None,
+            }
+            for i in sorted(lags, key=lambda i: (i.topic, i.partition))
+        ],
+    }

@@ -1,0 +1,116 @@
+"""HTTP endpoints. Handlers only read the service's latest state: they never wait for Kafka.
+
+The exposition text and the JSON are computed once per collection and then served from cache.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from exporter import api
+from exporter.collectors import render
+from exporter.service import CollectionService
+from exporter.state import ExporterState
+from exporter.version import VERSION
+
+
+class _PerState:
+    """One value per state object, recomputed only when a new collection is published."""
+
+    def __init__(self, build: Callable[[ExporterState | None], Any]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._key: ExporterState | None = None
+        self._value: Any = None
+        self._filled = False
+
+    def get(self, state: ExporterState | None) -> Any:
+        with self._lock:
+            if not self._filled or self._key is not state:
+                self._key, self._value, self._filled = state, self._build(state), True
+            return self._value
+
+
+def create_app(service: CollectionService, *, manage_service: bool = True) -> FastAPI:
+    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if manage_service:
+            service.start()
+        try:
+            yield
+        finally:
+            if manage_service:
+                service.stop()
+
+    app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
+    exposition = _PerState(lambda s: render(s).encode("utf-8"))
+    cluster = _PerState(lambda s: None if s is None else api.cluster_json(s))
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(exposition.get(service.state), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> JSONResponse:
+        state = service.state
+        if state is None:
+            return JSONResponse({"ready": False, "error": "no collection has completed yet"}, 503)
+        return JSONResponse({"ready": True, "up": state.up})
+
+    @app.get("/api/v1/cluster")
+    def cluster_view() -> JSONResponse:
+        state = service.state
+        if state is None:
+            return JSONResponse({"error": "no collection has completed yet"}, 503)
+        return JSONResponse(cluster.get(state))
+
+    @app.get("/", response_class=HTMLResponse)
+    def landing() -> str:
+        return _landing(service.state)
+
+    return app
+
+
+def _landing(state: ExporterState | None) -> str:
+    if state is None:
+        status = "No collection has completed yet."
+    else:
+        snap = state.snapshot
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snap.collected_at))
+        outcome = (
+            "every phase succeeded"
+            if state.up
+            else "failed phases: " + ", ".join(f"{e.phase} ({e.message})" for e in snap.errors)
+        )
+        status = (
+            f"Last collection {when}: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "
+            f"{len(snap.groups)} consumer groups; {outcome}."
+        )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Vigía exporter</title></head>
+<body style="font-family: sans-serif; max-width: 48em; margin: 2em auto">
+<h1>Vigía Kafka exporter</h1>
+<p>Version {html.escape(VERSION)}. {html.escape(status)}</p>
+<ul>
+<li><a href="/metrics">/metrics</a> — Prometheus metrics (docs/metrics.md)</li>
+<li><a href="/api/v1/cluster">/api/v1/cluster</a> — the last collection as JSON (docs/api.md)</li>
+<li><a href="/healthz">/healthz</a> — process alive</li>
+<li><a href="/readyz">/readyz</a> — a collection has completed</li>
+</ul>
+</body></html>
+"""

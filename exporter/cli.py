@@ -1,0 +1,75 @@
+"""`vigia-exporter`: parse the configuration, bind the port, serve the app with uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import uvicorn
+from confluent_kafka import KafkaException
+
+from common.logs import setup_logging
+from exporter.app import create_app
+from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
+from exporter.kafka_adapter import KafkaAdapter
+from exporter.service import CollectionService
+
+log = logging.getLogger("exporter")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        config = parse_config(argv)
+    except ConfigError as exc:
+        _invalid(str(exc))
+    setup_logging(config.log_level)
+    try:
+        adapter = KafkaAdapter(config.bootstrap_servers, config.kafka_options, config.filters)
+    except KafkaException as exc:
+        _invalid(f"invalid Kafka option: {exc.args[0].str() if exc.args else exc}")
+    try:
+        sock = _bind(config)
+    except OSError as exc:
+        adapter.close()
+        _invalid(f"cannot listen on {config.listen_address}:{config.port}: {exc.strerror or exc}")
+
+    service = CollectionService(
+        adapter.collect,
+        config.collection_interval,
+        config.collection_timeout,
+        bootstrap_servers=config.bootstrap_servers,
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+    )
+    log.info(
+        "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s)",
+        config.listen_address,
+        config.port,
+        config.bootstrap_servers,
+        config.collection_interval,
+        config.collection_timeout,
+    )
+    try:
+        server.run(sockets=[sock])
+    finally:
+        adapter.close()
+        sock.close()
+
+
+def _bind(config: ExporterConfig) -> socket.socket:
+    """Bind before starting anything so that a port in use is a configuration error."""
+    family = socket.AF_INET6 if ":" in config.listen_address else socket.AF_INET
+    return socket.create_server((config.listen_address, config.port), family=family)
+
+
+def _invalid(reason: str) -> NoReturn:
+    sys.stderr.write(f"{PROG}: error: {reason}\n")
+    raise SystemExit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Consumer groups: committed offsets, lag (clamped at 0, only where committed), members, rates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from exporter.collectors.base import StateCollector
+from exporter.state import ExporterState
+
+_GTP = ["consumergroup", "topic", "partition"]
+_GT = ["consumergroup", "topic"]
+
+
+class ConsumerGroupCollector(StateCollector):
+    def families(self, state: ExporterState) -> Iterator[Metric]:
+        current = GaugeMetricFamily(
+            "kafka_consumergroup_current_offset", "Committed offset of the group.", labels=_GTP
+        )
+        current_sum = GaugeMetricFamily(
+            "kafka_consumergroup_current_offset_sum",
+            "Sum of the group's committed offsets over the topic's partitions.",
+            labels=_GT,
+        )
+        lag = GaugeMetricFamily(
+            "kafka_consumergroup_lag",
+            "Latest offset minus committed offset, clamped at 0; no series without a commit.",
+            labels=_GTP,
+        )
+        lag_sum = GaugeMetricFamily(
+            "kafka_consumergroup_lag_sum",
+            "Sum of kafka_consumergroup_lag over the topic.",
+            labels=_GT,
+        )
+        offset_sums: dict[tuple[str, str], int] = {}
+        lag_sums: dict[tuple[str, str], int] = {}
+        for item in state.group_lags:
+            labels = [item.group, item.topic, str(item.partition)]
+            key = (item.group, item.topic)
+            current.add_metric(labels, item.committed)
+            offset_sums[key] = offset_sums.get(key, 0) + item.committed
+            if item.lag is not None:
+                lag.add_metric(labels, item.lag)
+                lag_sums[key] = lag_sums.get(key, 0) + item.lag
+        for (group, topic), value in offset_sums.items():
+            current_sum.add_metric([group, topic], value)
+        for (group, topic), value in lag_sums.items():
+            lag_sum.add_metric([group, topic], value)
+        yield from (current, current_sum, lag, lag_sum)
+
+        members = GaugeMetricFamily(
+            "kafka_consumergroup_members", "Members of the group.", labels=["consumergroup"]
+        )
+        info = GaugeMetricFamily(
+            "kafka_consumergroup_info",
+            "Group state and partition assignor (value 1).",
+            labels=["consumergroup", "state", "protocol"],
+        )
+        for g in state.snapshot.groups:
+            if g.members is not None:
+                members.add_metric([g.group_id], len(g.members))
+            if g.state is not None:
+                info.add_metric([g.group_id, g.state, g.protocol or ""], 1)
+        yield members
+        yield info
+
+        consumed = GaugeMetricFamily(
+            "kafka_consumergroup_messages_consumed_per_second",
+            "Increase of the group's committed offsets per second between collections.",
+            labels=_GT,
+        )
+        for (group, topic), rate in state.consumed_rates.items():
+            consumed.add_metric([group, topic], rate)
+        yield consumed

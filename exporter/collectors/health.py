@@ -1,0 +1,54 @@
+"""The exporter's own health: did the last collection work, how long did it take, what failed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from exporter.state import ExporterState
+
+
+class HealthCollector:
+    """Unlike the Kafka collectors, answers before the first collection too (up 0)."""
+
+    def __init__(self, source: Callable[[], ExporterState | None], version: str) -> None:
+        self._source = source
+        self._version = version
+
+    def collect(self) -> Iterator[Metric]:
+        state = self._source()
+        yield GaugeMetricFamily(
+            "vigia_exporter_up",
+            "1 when every phase of the last collection succeeded, else 0.",
+            value=1 if state is not None and state.up else 0,
+        )
+        duration = GaugeMetricFamily(
+            "vigia_exporter_collection_duration_seconds",
+            "Duration of the last collection, per phase and in total.",
+            labels=["phase"],
+        )
+        errors = CounterMetricFamily(
+            "vigia_exporter_collection_errors",
+            "Collections in which this phase failed (partial failures included).",
+            labels=["phase"],
+        )
+        if state is not None:
+            for phase, seconds in state.snapshot.durations.items():
+                duration.add_metric([phase], seconds)
+            for phase, count in state.errors_total.items():
+                errors.add_metric([phase], count)
+        yield duration
+        if state is not None:
+            yield GaugeMetricFamily(
+                "vigia_exporter_last_collection_timestamp_seconds",
+                "Unix time at which the last collection finished.",
+                value=state.snapshot.collected_at + state.snapshot.durations.get("total", 0.0),
+            )
+        yield errors
+        build = GaugeMetricFamily(
+            "vigia_exporter_build_info", "Exporter version (value 1).", labels=["version"]
+        )
+        build.add_metric([self._version], 1)
+        yield build

@@ -1,0 +1,156 @@
+"""vigia-exporter configuration: flags, each with a VIGIA_ environment variable; flags win.
+
+Any mistake (bad regex, unknown flag, malformed value) raises `ConfigError` with one line; the CLI
+turns it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import NoReturn
+
+from common.kafka_config import KafkaOptionError, merged
+from exporter.filters import Filters, NameFilter
+
+PROG = "vigia-exporter"
+DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement
+
+
+class ConfigError(ValueError):
+    """Invalid configuration, described in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterConfig:
+    bootstrap_servers: str
+    kafka_options: Mapping[str, str]
+    listen_address: str
+    port: int
+    collection_interval: float
+    collection_timeout: float
+    filters: Filters
+    log_level: str
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(message)
+
+
+# flag -> (environment variable, default, help)
+_SETTINGS: dict[str, tuple[str, str | None, str]] = {
+    "--bootstrap-servers": (
+        "VIGIA_KAFKA_BOOTSTRAP_SERVERS",
+        "127.0.0.1:9092",
+        "Kafka bootstrap servers, host:port[,host:port...]",
+    ),
+    "--listen-address": ("VIGIA_EXPORTER_LISTEN_ADDRESS", "127.0.0.1", "HTTP listen address"),
+    "--port": ("VIGIA_EXPORTER_PORT", str(DEFAULT_PORT), "HTTP port"),
+    "--collection-interval": (
+        "VIGIA_EXPORTER_COLLECTION_INTERVAL",
+        "15",
+        "seconds between the starts of two collections",
+    ),
+    "--collection-timeout": (
+        "VIGIA_EXPORTER_COLLECTION_TIMEOUT",
+        "10",
+        "seconds one collection may take; Kafka calls still pending then count as failed",
+    ),
+    "--topic-include": ("VIGIA_EXPORTER_TOPIC_INCLUDE", None, "report only topics matching"),
+    "--topic-exclude": ("VIGIA_EXPORTER_TOPIC_EXCLUDE", None, "do not report topics matching"),
+    "--group-include": ("VIGIA_EXPORTER_GROUP_INCLUDE", None, "report only groups matching"),
+    "--group-exclude": ("VIGIA_EXPORTER_GROUP_EXCLUDE", None, "do not report groups matching"),
+    "--log-level": ("VIGIA_LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING or ERROR"),
+}
+
+
+def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Kafka cluster state, consumer lag and exporter health as Prometheus metrics.",
+        epilog="Regexes are Python regular expressions matched anywhere in the name (re.search).",
+        allow_abbrev=False,
+    )
+    for flag, (env, default, text) in _SETTINGS.items():
+        shown = "unset" if default is None else default
+        parser.add_argument(
+            flag, default=environ.get(env, default), help=f"{text} (env {env}, default {shown})"
+        )
+    parser.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra librdkafka setting, repeatable (env VIGIA_KAFKA_OPTIONS, comma-separated)",
+    )
+    return parser
+
+
+def parse_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> ExporterConfig:
+    env = os.environ if environ is None else environ
+    args = build_parser(env).parse_args(argv)
+    try:
+        options = merged(args.kafka_option, env)
+    except KafkaOptionError as exc:
+        raise ConfigError(str(exc)) from exc
+    interval = _positive(args.collection_interval, "--collection-interval")
+    timeout = _positive(args.collection_timeout, "--collection-timeout")
+    if not args.bootstrap_servers.strip():
+        raise ConfigError("--bootstrap-servers is empty")
+    level = str(args.log_level).upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ConfigError(f"--log-level: unknown level {args.log_level!r}")
+    return ExporterConfig(
+        bootstrap_servers=args.bootstrap_servers.strip(),
+        kafka_options=options,
+        listen_address=args.listen_address,
+        port=_port(args.port),
+        collection_interval=interval,
+        collection_timeout=timeout,
+        filters=Filters(
+            topics=NameFilter(
+                _regex(args.topic_include, "--topic-include"),
+                _regex(args.topic_exclude, "--topic-exclude"),
+            ),
+            groups=NameFilter(
+                _regex(args.group_include, "--group-include"),
+                _regex(args.group_exclude, "--group-exclude"),
+            ),
+        ),
+        log_level=level,
+    )
+
+
+def _regex(pattern: str | None, flag: str) -> re.Pattern[str] | None:
+    if pattern is None or pattern == "":
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"{flag}: invalid regular expression {pattern!r}: {exc}") from exc
+
+
+def _positive(raw: str, flag: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{flag}: {raw!r} is not a number of seconds") from None
+    if not value > 0:
+        raise ConfigError(f"{flag}: must be more than 0 seconds, got {raw!r}")
+    return value
+
+
+def _port(raw: str) -> int:
+    try:
+        port = int(raw)
+    except ValueError:
+        raise ConfigError(f"--port: {raw!r} is not a port number") from None
+    if not 0 < port < 65536:
+        raise ConfigError(f"--port: {port} is outside 1-65535")
+    return port

@@ -1,0 +1,44 @@
+"""Prometheus text exposition (format 0.0.4) of Vigía's families, several times faster than
+prometheus_client's `generate_latest`.
+
+`generate_latest` validates and escapes every label *name* of every sample (for UTF-8 metric
+names); at 10,000 partitions that is ~170,000 samples and most of a collection's CPU time. Vigía's
+families are gauges and counters with fixed, valid names, so only label values and HELP text need
+escaping. For such families the output is byte-identical to `generate_latest` (tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client.metrics_core import Metric
+from prometheus_client.utils import floatToGoString
+
+_TYPES = frozenset({"gauge", "counter"})
+
+
+def _escape_value(value: str) -> str:
+    if "\\" in value or "\n" in value or '"' in value:
+        return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+    return value
+
+
+def text(metrics: Iterable[Metric]) -> str:
+    out: list[str] = []
+    append = out.append
+    for metric in metrics:
+        if metric.type not in _TYPES:
+            raise ValueError(f"{metric.name}: {metric.type} families are not supported here")
+        name = f"{metric.name}_total" if metric.type == "counter" else metric.name
+        doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        append(f"# HELP {name} {doc}\n# TYPE {name} {metric.type}\n")
+        for s in metric.samples:
+            value = floatToGoString(s.value)  # type: ignore[no-untyped-call]
+            if s.labels:
+                labels = ",".join(
+                    [f'{k}="{_escape_value(v)}"' for k, v in sorted(s.labels.items())]
+                )
+                append(f"{s.name}{{{labels}}} {value}\n")
+            else:
+                append(f"{s.name} {value}\n")
+    return "".join(out)

@@ -1,0 +1,600 @@
+"""The only module that talks to Kafka: one collection → one `ClusterSnapshot`.
+
+Requests per collection grow with brokers and groups, never with partitions:
+- confluent-kafka AdminClient: one Metadata (`list_topics`), one DescribeConfigs for all topics and
+  one for a broker's defaults, one ListOffsets call for the earliest and one for the latest offsets
+  of every partition (librdkafka sends one request per leader broker), ListGroups, one batched
+  DescribeGroups, and one OffsetFetch (`list_consumer_group_offsets`) per group;
+- kafka-python KafkaAdminClient (confluent-kafka lacks these): DescribeLogDirs once per broker, so
+  one failing broker hides nothing else, and DescribeQuorum for the real KRaft controller plus
+  DescribeCluster for racks.
+Phases run concurrently after the metadata call and each failure stays in its phase: its data is
+missing from the snapshot and its error is listed. Every wait is bounded by the collection deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # documented path, no __all__
+    AdminClient,
+    ConfigResource,
+    OffsetSpec,
+    ResourceType,
+)
+
+from common.kafka_config import to_kafka_python
+from exporter.filters import Filters
+from exporter.snapshot import (
+    Broker,
+    BrokerLogDirs,
+    ClusterSnapshot,
+    CommittedOffset,
+    ConsumerGroup,
+    GroupMember,
+    LogDir,
+    LogDirPartition,
+    Partition,
+    PhaseError,
+    Quorum,
+    QuorumReplica,
+    Topic,
+    TopicPartitionRef,
+    resolve_controller,
+)
+
+log = logging.getLogger(__name__)
+
+CLIENT_ID = "vigia-exporter"
+# Kafka's own list (org.apache.kafka.common.internals.Topic): the Metadata API flags these, but
+# librdkafka's list_topics does not pass the flag on.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+# The topic configs kept in the snapshot (the same five the fixtures recorded).
+TOPIC_CONFIG_KEYS = (
+    "retention.ms",
+    "retention.bytes",
+    "min.insync.replicas",
+    "cleanup.policy",
+    "segment.bytes",
+)
+T = TypeVar("T")
+
+
+def error_text(exc: object) -> str:
+    """`Class: message`, the form the fixtures record (kafka-python's str() already has it)."""
+    kafka_error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    if isinstance(kafka_error, KafkaError):
+        return f"KafkaError {kafka_error.name()}: {kafka_error.str()}"
+    name, text = type(exc).__name__, str(exc)
+    if not text:
+        return "timed out" if isinstance(exc, TimeoutError) else name
+    return text if text.startswith(f"{name}:") else f"{name}: {text}"
+
+
+class Deadline:
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left, never zero: a call with no time left fails fast instead of blocking."""
+        return max(0.05, self._end - time.monotonic())
+
+
+@dataclass
+class _Phases:
+    """Errors and timings of the phases of one collection."""
+
+    errors: list[PhaseError] = field(default_factory=list)
+    durations: dict[str, float] = field(default_factory=dict)
+
+    def fail(self, phase: str, message: str) -> None:
+        log.debug("phase %s failed: %s", phase, message)
+        self.errors.append(PhaseError(phase, message))
+
+    def timed(self, phase: str, started: float) -> None:
+        self.durations[phase] = time.monotonic() - started
+
+    def timed_call(self, phase: str, started: float, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return fn(*args)
+        finally:
+            self.timed(phase, started)
+
+
+def _default_admin(config: Mapping[str, Any]) -> Any:
+    return AdminClient(dict(config))
+
+
+def _default_legacy_admin(config: Mapping[str, Any]) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    return KafkaAdminClient(**config)
+
+
+class KafkaAdapter:
+    """Collects snapshots; keeps its clients between collections (they reconnect by themselves)."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        options: Mapping[str, str],
+        filters: Filters,
+        known_groups: Sequence[str] = (),
+        *,
+        admin_factory: Callable[[Mapping[str, Any]], Any] = _default_admin,
+        legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
+    ) -> None:
+        self._filters = filters
+        self._known_groups = tuple(known_groups)
+        self._admin = admin_factory(
+            {
+                "client.id": CLIENT_ID,
+                # librdkafka's own log lines go through Python logging like everything else.
+                "logger": logging.getLogger("exporter.librdkafka"),
+                **options,
+                "bootstrap.servers": bootstrap_servers,
+            }
+        )
+        self._legacy_config: dict[str, Any] = {
+            "client_id": CLIENT_ID,
+            **to_kafka_python(options),
+            "bootstrap_servers": bootstrap_servers.split(","),
+        }
+        self._legacy_factory = legacy_admin_factory
+        self._legacy: Any = None
+        # Blocking kafka-python calls and the group chain run here, concurrently with the
+        # confluent-kafka futures.
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vigia-kafka")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._legacy is not None:
+            try:
+                self._legacy.close()
+            except Exception as exc:  # closing is best effort
+                log.debug("closing kafka-python admin client: %s", error_text(exc))
+
+    def collect(self, timeout: float) -> ClusterSnapshot:
+        try:
+            return self._collect(timeout)
+        finally:
+            self._admin.poll(0)  # hands librdkafka's queued log lines to the Python logger
+
+    def _collect(self, timeout: float) -> ClusterSnapshot:
+        collected_at = time.time()
+        started = time.monotonic()
+        deadline = Deadline(timeout)
+        phases = _Phases()
+        try:
+            metadata = self._admin.list_topics(timeout=deadline.remaining())
+        except Exception as exc:
+            phases.fail("metadata", error_text(exc))
+            metadata = None
+        phases.timed("metadata", started)
+        if metadata is None:
+            phases.durations["total"] = time.monotonic() - started
+            return ClusterSnapshot(
+                collected_at=collected_at,
+                cluster_id=None,
+                controller_id=None,
+                controller_source=None,
+                brokers=(),
+                topics=(),
+                log_dirs=(),
+                groups=(),
+                errors=tuple(phases.errors),
+                durations=MappingProxyType(dict(phases.durations)),
+            )
+
+        brokers = {
+            b.id: Broker(b.id, b.host, b.port) for b in metadata.brokers.values() if b.id >= 0
+        }
+        topics = self._topics(metadata, set(brokers))
+        replica_holders = sorted(
+            set(brokers).union(*(p.replicas for t in topics for p in t.partitions))
+        )
+
+        launched = time.monotonic()
+        legacy = self._pool.submit(self._legacy_admin, deadline)
+        cluster = self._pool.submit(
+            phases.timed_call, "cluster", launched, self._cluster_info, legacy, deadline
+        )
+        log_dirs = self._pool.submit(
+            phases.timed_call,
+            "log_dirs",
+            launched,
+            self._log_dirs,
+            legacy,
+            replica_holders,
+            deadline,
+        )
+        groups = self._pool.submit(self._groups, deadline, phases)
+        configs = self._configs(topics, sorted(brokers), deadline, phases)
+        offsets = self._offsets(topics, deadline, phases)
+
+        quorum, racks = _result(cluster, deadline, phases, "cluster", (None, {}), launched)
+        broker_dirs = _result(log_dirs, deadline, phases, "log_dirs", (), launched)
+        for b in broker_dirs:
+            if b.error is not None:
+                phases.fail("log_dirs", f"broker {b.broker}: {b.error}")
+        group_list = _result(groups, deadline, phases, "groups", (), launched)
+
+        broker_default, topic_configs = configs
+        topics = [
+            replace(
+                t,
+                configs=MappingProxyType(topic_configs.get(t.name, {})),
+                partitions=tuple(
+                    replace(p, earliest_offset=e, latest_offset=la)
+                    for p in t.partitions
+                    for e, la in [offsets.get((t.name, p.partition), (None, None))]
+                ),
+            )
+            for t in topics
+        ]
+        controller_id, controller_source = resolve_controller(
+            quorum, metadata.controller_id, "metadata"
+        )
+        phases.durations["total"] = time.monotonic() - started
+        return ClusterSnapshot(
+            collected_at=collected_at,
+            cluster_id=metadata.cluster_id,
+            controller_id=controller_id,
+            controller_source=controller_source,
+            brokers=tuple(replace(b, rack=racks.get(b.id)) for _, b in sorted(brokers.items())),
+            topics=tuple(topics),
+            log_dirs=broker_dirs,
+            groups=group_list,
+            quorum=quorum,
+            broker_min_insync_replicas=broker_default,
+            errors=tuple(sorted(phases.errors, key=lambda e: e.phase)),
+            durations=MappingProxyType(dict(phases.durations)),
+        )
+
+    # -- metadata ---------------------------------------------------------------------------
+
+    def _topics(self, metadata: Any, live_brokers: set[int]) -> list[Topic]:
+        topics = []
+        for name, meta in sorted(metadata.topics.items()):
+            if not self._filters.topics.allows(name):
+                continue
+            if meta.error is not None and not meta.partitions:
+                log.debug("topic %s left out: %s", name, meta.error)
+                continue
+            partitions = tuple(
+                Partition(
+                    partition=p.id,
+                    leader=p.leader,
+                    replicas=tuple(p.replicas),
+                    isr=tuple(p.isrs),
+                    # confluent-kafka does not expose the field; a replica on a broker missing
+                    # from metadata is what Kafka reports as offline in that case.
+                    offline_replicas=tuple(r for r in p.replicas if r not in live_brokers),
+                )
+                for _, p in sorted(meta.partitions.items())
+            )
+            topics.append(Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=partitions))
+        return topics
+
+    # -- configs ----------------------------------------------------------------------------
+
+    def _configs(
+        self, topics: list[Topic], broker_ids: list[int], deadline: Deadline, phases: _Phases
+    ) -> tuple[int | None, dict[str, dict[str, str]]]:
+        """Topic configs and the broker-wide min.insync.replicas (for topics that lack one)."""
+        started = time.monotonic()
+        futures: dict[Any, Future[Any]] = {}
+        try:
+            if topics:
+                resources = [ConfigResource(ResourceType.TOPIC, t.name) for t in topics]
+                futures.update(
+                    self._admin.describe_configs(resources, request_timeout=deadline.remaining())
+                )
+            if broker_ids:
+                broker = [ConfigResource(ResourceType.BROKER, str(broker_ids[0]))]
+                futures.update(
+                    self._admin.describe_configs(broker, request_timeout=deadline.remaining())
+                )
+        except Exception as exc:
+            phases.fail("configs", error_text(exc))
+        wait(futures.values(), timeout=deadline.remaining())
+        topic_configs: dict[str, dict[str, str]] = {}
+        broker_default = None
+        failures: list[str] = []
+        for resource, future in futures.items():
+            try:
+                entries = future.result(timeout=0)
+            except Exception as exc:
+                failures.append(f"{resource.name}: {error_text(exc)}")
+                continue
+            if resource.restype == ResourceType.BROKER:
+                value = entries.get("min.insync.replicas")
+                broker_default = int(value.value) if value is not None and value.value else None
+            else:
+                topic_configs[resource.name] = {
+                    k: entries[k].value
+                    for k in TOPIC_CONFIG_KEYS
+                    if k in entries and entries[k].value is not None
+                }
+        if failures:
+            phases.fail("configs", _summary(failures, len(futures), "resources"))
+        phases.timed("configs", started)
+        return broker_default, topic_configs
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def _offsets(
+        self, topics: list[Topic], deadline: Deadline, phases: _Phases
+    ) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+        started = time.monotonic()
+        tps = [TopicPartition(t.name, p.partition) for t in topics for p in t.partitions]
+        if not tps:
+            phases.timed("offsets", started)
+            return {}
+        results: dict[str, dict[tuple[str, int], int]] = {"earliest": {}, "latest": {}}
+        futures: dict[str, dict[Any, Future[Any]]] = {}
+        failures: list[str] = []
+        specs = {
+            "earliest": OffsetSpec.earliest(),  # type: ignore[no-untyped-call]
+            "latest": OffsetSpec.latest(),  # type: ignore[no-untyped-call]
+        }
+        for kind, spec in specs.items():
+            try:
+                futures[kind] = self._admin.list_offsets(
+                    {tp: spec for tp in tps}, request_timeout=deadline.remaining()
+                )
+            except Exception as exc:
+                failures.append(f"{kind}: {error_text(exc)}")
+        wait([f for fs in futures.values() for f in fs.values()], timeout=deadline.remaining())
+        for kind, fs in futures.items():
+            for tp, future in fs.items():
+                try:
+                    results[kind][(tp.topic, tp.partition)] = future.result(timeout=0).offset
+                except Exception as exc:
+                    failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(exc)}")
+        if failures:
+            phases.fail("offsets", _summary(failures, 2 * len(tps), "partition offsets"))
+        phases.timed("offsets", started)
+        return {
+            key: (results["earliest"].get(key), results["latest"].get(key))
+            for key in results["earliest"].keys() | results["latest"].keys()
+        }
+
+    # -- consumer groups (runs on the pool) -------------------------------------------------
+
+    def _groups(self, deadline: Deadline, phases: _Phases) -> tuple[ConsumerGroup, ...]:
+        started = time.monotonic()
+        ids = set(self._known_groups)
+        try:
+            listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
+                timeout=deadline.remaining()
+            )
+            ids.update(g.group_id for g in listing.valid if self._filters.groups.allows(g.group_id))
+            if listing.errors:
+                phases.fail("groups", f"ListGroups: {error_text(listing.errors[0])}")
+        except Exception as exc:
+            phases.fail("groups", f"ListGroups: {error_text(exc)}")
+        group_ids = sorted(ids)
+        if not group_ids:
+            phases.timed("groups", started)
+            return ()
+
+        described: dict[str, Future[Any]] = {}
+        try:
+            described = self._admin.describe_consumer_groups(
+                group_ids, request_timeout=deadline.remaining()
+            )
+        except Exception as exc:
+            phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
+        offsets: dict[str, Future[Any]] = {}
+        offset_failures: list[str] = []
+        for group_id in group_ids:
+            try:
+                offsets.update(
+                    self._admin.list_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(group_id)],
+                        request_timeout=deadline.remaining(),
+                    )
+                )
+            except Exception as exc:
+                offset_failures.append(f"{group_id}: {error_text(exc)}")
+        wait([*described.values(), *offsets.values()], timeout=deadline.remaining())
+
+        groups = []
+        describe_failures: list[str] = []
+        for group_id in group_ids:
+            description = _future_value(described.get(group_id), group_id, describe_failures)
+            committed = _future_value(offsets.get(group_id), group_id, offset_failures)
+            groups.append(_group(group_id, description, committed, self._filters))
+        if described and describe_failures:
+            phases.fail(
+                "groups", "DescribeGroups " + _summary(describe_failures, len(group_ids), "groups")
+            )
+        if offset_failures:
+            phases.fail("group_offsets", _summary(offset_failures, len(group_ids), "groups"))
+        phases.timed("groups", started)
+        return tuple(groups)
+
+    # -- kafka-python: log dirs and quorum (run on the pool) --------------------------------
+
+    def _legacy_admin(self, deadline: Deadline) -> Any:
+        """The kafka-python client, created on first use; creation bootstraps (bounded)."""
+        if self._legacy is None:
+            # Leave time to report kafka-python's own error before the collection deadline.
+            timeout_ms = int(deadline.remaining() * 800)
+            self._legacy = self._legacy_factory(
+                {
+                    **self._legacy_config,
+                    "bootstrap_timeout_ms": timeout_ms,
+                    "request_timeout_ms": max(timeout_ms, 1000),
+                }
+            )
+        return self._legacy
+
+    def _cluster_info(
+        self, legacy: Future[Any], deadline: Deadline
+    ) -> tuple[Quorum | None, dict[int, str | None]]:
+        from kafka import errors
+
+        client = legacy.result(timeout=deadline.remaining())
+        try:
+            quorum = _quorum(client.describe_metadata_quorum())
+        except (errors.IncompatibleBrokerVersion, errors.UnsupportedVersionError):
+            quorum = None  # not KRaft (ZooKeeper mode): the metadata controller is the real one
+        described = client.describe_cluster()
+        racks = {int(b["broker_id"]): b.get("rack") or None for b in described.get("brokers", [])}
+        return quorum, racks
+
+    def _log_dirs(
+        self, legacy: Future[Any], broker_ids: Iterable[int], deadline: Deadline
+    ) -> tuple[BrokerLogDirs, ...]:
+        client = legacy.result(timeout=deadline.remaining())
+        calls = {b: self._pool.submit(client.describe_log_dirs, brokers=[b]) for b in broker_ids}
+        wait(calls.values(), timeout=deadline.remaining())
+        results = []
+        for broker, call in calls.items():
+            try:
+                responses = call.result(timeout=0)
+                results.append(_broker_log_dirs(broker, responses))
+            except Exception as exc:
+                results.append(BrokerLogDirs(broker, error_text(exc), ()))
+        return tuple(results)
+
+
+def _result(
+    future: Future[T], deadline: Deadline, phases: _Phases, phase: str, default: T, started: float
+) -> T:
+    try:
+        return future.result(timeout=deadline.remaining())
+    except Exception as exc:
+        phases.fail(phase, error_text(exc))
+        phases.durations.setdefault(phase, time.monotonic() - started)
+        return default
+
+
+def _future_value(future: Future[Any] | None, key: str, failures: list[str]) -> Any:
+    if future is None:
+        return None
+    try:
+        return future.result(timeout=0)
+    except Exception as exc:
+        failures.append(f"{key}: {error_text(exc)}")
+        return None
+
+
+def _summary(failures: list[str], total: int, what: str) -> str:
+    return f"{len(failures)} of {total} {what} failed, first: {failures[0]}"
+
+
+def _group(group_id: str, description: Any, committed: Any, filters: Filters) -> ConsumerGroup:
+    members = None
+    if description is not None:
+        members = tuple(
+            GroupMember(
+                member_id=m.member_id,
+                client_id=m.client_id,
+                host=m.host,
+                assignment=tuple(
+                    sorted(
+                        (
+                            TopicPartitionRef(tp.topic, tp.partition)
+                            for tp in (m.assignment.topic_partitions if m.assignment else None)
+                            or ()
+                        ),
+                        key=lambda r: (r.topic, r.partition),
+                    )
+                ),
+            )
+            for m in description.members
+        )
+    offsets = None
+    if committed is not None:
+        # Offsets on topics the topic filter excludes are left out like the topics themselves.
+        offsets = tuple(
+            sorted(
+                (
+                    CommittedOffset(tp.topic, tp.partition, tp.offset)
+                    for tp in committed.topic_partitions
+                    if tp.offset >= 0 and tp.error is None and filters.topics.allows(tp.topic)
+                ),
+                key=lambda c: (c.topic, c.partition),
+            )
+        )
+    coordinator = getattr(description, "coordinator", None)
+    return ConsumerGroup(
+        group_id=group_id,
+        state=_enum_name(description.state) if description else None,
+        type=_enum_name(getattr(description, "type", None)) if description else None,
+        protocol=description.partition_assignor if description else None,
+        coordinator=coordinator.id if coordinator is not None else None,
+        members=members,
+        committed=offsets,
+    )
+
+
+def _enum_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    return str(getattr(value, "name", value))
+
+
+def _quorum(raw: Mapping[str, Any]) -> Quorum | None:
+    for topic in raw.get("topics", []):
+        for partition in topic.get("partitions", []):
+            if partition.get("error"):
+                raise RuntimeError(f"DescribeQuorum: {partition['error']}")
+
+            def replica(r: Mapping[str, Any]) -> QuorumReplica:
+                return QuorumReplica(
+                    id=int(r["replica_id"]),
+                    log_end_offset=_non_negative(r.get("log_end_offset")),
+                    last_fetch_timestamp_ms=_non_negative(r.get("last_fetch_timestamp")),
+                    last_caught_up_timestamp_ms=_non_negative(r.get("last_caught_up_timestamp")),
+                )
+
+            return Quorum(
+                leader_id=int(partition["leader_id"]),
+                voters=tuple(replica(r) for r in partition.get("current_voters", [])),
+                observers=tuple(replica(r) for r in partition.get("observers", [])),
+            )
+    return None
+
+
+def _non_negative(value: Any) -> int | None:
+    return None if value is None or int(value) < 0 else int(value)
+
+
+def _broker_log_dirs(broker: int, responses: Sequence[Mapping[str, Any]]) -> BrokerLogDirs:
+    from kafka import errors
+
+    dirs = []
+    for response in responses:
+        for d in response.get("log_dirs", []):
+            code = int(d.get("error_code", 0))
+            dirs.append(
+                LogDir(
+                    path=d["log_dir"],
+                    error=None if code == 0 else errors.for_code(code).__name__,
+                    total_bytes=_non_negative(d.get("total_bytes")),
+                    usable_bytes=_non_negative(d.get("usable_bytes")),
+                    partitions=tuple(
+                        LogDirPartition(
+                            topic=t["name"],
+                            partition=int(p["partition_index"]),
+                            size_bytes=int(p["partition_size"]),
+                            offset_lag=int(p["offset_lag"]),
+                            is_future=bool(p["is_future_key"]),
+                        )
+                        for t in d.get("topics", [])
+                        for p in t.get("partitions", [])
+                    ),
+                )
+            )
+    return BrokerLogDirs(broker, None, tuple(sorted(dirs, key=lambda d: d.path)))

@@ -1,0 +1,15 @@
+"""End-to-end probe: produce to a probe topic led by every broker, consume it back, time it all.
+
+- `planner.plan_probe_topic` (pure): CreateTopics / CreatePartitions actions for the probe topic.
+- `tracker.LatencyTracker` (pure): produce latency per broker and acks, replication estimate,
+  round trip, outcomes (ok / failed / lost) → `ProbeStats`.
+- `runner.ProbeRunner` (confluent-kafka adapter): topic upkeep and the background threads.
+- `collector.ProbeCollector`: the `vigia_probe_*` families, rebuilt from `ProbeStats` per scrape.
+
+Wiring in the exporter::
+
+    runner = ProbeRunner(kafka_config, ProbeSettings(enabled=..., topic=..., interval_seconds=...))
+    registry.register(ProbeCollector(runner.stats))
+    runner.start()      # at startup; never blocks, never raises on Kafka errors
+    runner.stop()       # at shutdown
+"""

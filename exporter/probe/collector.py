@@ -1,0 +1,98 @@
+"""Prometheus collector for the end-to-end probe: families rebuilt from `ProbeStats` on each scrape.
+
+    registry.register(ProbeCollector(runner.stats))
+
+`stats` is any callable returning the current `ProbeStats` (or None: no probe series at all, e.g.
+probing disabled). Label values: `broker` is the id of the broker leading the probe partition when
+the message was sent, `acks` is `all` or `1`, `outcome` is `ok`, `failed` or `lost`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from exporter.probe.tracker import HistogramSnapshot, ProbeStats
+
+PRODUCE_LATENCY = "vigia_probe_produce_latency_seconds"
+REPLICATION_LATENCY = "vigia_probe_replication_latency_seconds"
+ROUNDTRIP_LATENCY = "vigia_probe_roundtrip_latency_seconds"
+MESSAGES = "vigia_probe_messages"  # exposed as vigia_probe_messages_total
+
+PRODUCE_LATENCY_HELP = (
+    "Time from producing a probe message to its delivery report, by the broker leading the probe "
+    "partition and the producer's acks setting (all: written to every in-sync replica; "
+    "1: leader only)."
+)
+REPLICATION_LATENCY_HELP = (
+    "Estimated replication latency of the broker's probe partition: median over the last probe "
+    "rounds of the acks=all minus the acks=1 produce latency of the same round (clamped at 0)."
+)
+ROUNDTRIP_LATENCY_HELP = (
+    "Time from producing a probe message to the exporter's probe consumer reading it, by the "
+    "broker leading the probe partition."
+)
+MESSAGES_HELP = (
+    "Probe messages by leading broker and outcome: ok = consumed before the deadline, failed = the "
+    "produce failed, lost = produced but not consumed before the deadline."
+)
+
+
+class ProbeCollector(Collector):
+    def __init__(self, stats: Callable[[], ProbeStats | None]) -> None:
+        self._stats = stats
+
+    def describe(self) -> Iterator[Metric]:
+        # Names only, so registering never calls into the probe.
+        yield HistogramMetricFamily(
+            PRODUCE_LATENCY, PRODUCE_LATENCY_HELP, labels=["broker", "acks"]
+        )
+        yield GaugeMetricFamily(REPLICATION_LATENCY, REPLICATION_LATENCY_HELP, labels=["broker"])
+        yield HistogramMetricFamily(ROUNDTRIP_LATENCY, ROUNDTRIP_LATENCY_HELP, labels=["broker"])
+        yield CounterMetricFamily(MESSAGES, MESSAGES_HELP, labels=["broker", "outcome"])
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._stats()
+        if stats is None:
+            return
+        produce = HistogramMetricFamily(
+            PRODUCE_LATENCY, PRODUCE_LATENCY_HELP, labels=["broker", "acks"]
+        )
+        for (broker, acks), histogram in sorted(stats.produce_latency.items()):
+            _add(produce, [str(broker), acks], histogram)
+        yield produce
+
+        replication = GaugeMetricFamily(
+            REPLICATION_LATENCY, REPLICATION_LATENCY_HELP, labels=["broker"]
+        )
+        for broker, seconds in sorted(stats.replication_latency.items()):
+            replication.add_metric([str(broker)], seconds)
+        yield replication
+
+        roundtrip = HistogramMetricFamily(
+            ROUNDTRIP_LATENCY, ROUNDTRIP_LATENCY_HELP, labels=["broker"]
+        )
+        for broker, histogram in sorted(stats.roundtrip_latency.items()):
+            _add(roundtrip, [str(broker)], histogram)
+        yield roundtrip
+
+        messages = CounterMetricFamily(MESSAGES, MESSAGES_HELP, labels=["broker", "outcome"])
+        for (broker, outcome), count in sorted(stats.messages.items()):
+            messages.add_metric([str(broker), outcome], count)
+        yield messages
+
+
+def _add(family: HistogramMetricFamily, labels: list[str], histogram: HistogramSnapshot) -> None:
+    family.add_metric(
+        labels,
+        buckets=[("+Inf" if math.isinf(b) else str(b), count) for b, count in histogram.buckets],
+        sum_value=histogram.sum,
+    )

@@ -1,0 +1,142 @@
+"""The background collection loop: collect on its own schedule, derive, publish the latest state.
+
+HTTP handlers only read `CollectionService.state` (one reference, swapped atomically), so a slow
+or unreachable cluster never makes /metrics slow. A collection runs in a worker thread and is
+abandoned when it exceeds its timeout (plus a short grace for the adapter to report its own
+errors); while the cluster is unreachable the loop retries with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from exporter.snapshot import COLLECTION_PHASE, ClusterSnapshot, PhaseError, empty_snapshot
+from exporter.state import ExporterState, derive
+
+log = logging.getLogger(__name__)
+
+Collect = Callable[[float], ClusterSnapshot]
+# The adapter bounds its own calls by the timeout; this grace lets it return its per-phase errors.
+GRACE_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 120.0
+
+
+class CollectionService:
+    def __init__(
+        self,
+        collect: Collect,
+        interval: float,
+        timeout: float,
+        *,
+        bootstrap_servers: str = "",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._collect = collect
+        self._interval = interval
+        self._timeout = timeout
+        self._bootstrap = bootstrap_servers
+        self._clock = clock
+        self._state: ExporterState | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._worker: threading.Thread | None = None
+        self._failures = 0  # consecutive collections that could not reach the cluster
+        self._last_failed: frozenset[str] = frozenset()
+
+    @property
+    def state(self) -> ExporterState | None:
+        """The last completed collection, or None before the first one."""
+        return self._state
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="vigia-collector", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self._timeout + GRACE_SECONDS + 1)
+
+    def collect_once(self) -> ExporterState:
+        snapshot = self._bounded_collect()
+        state = derive(self._state, snapshot)
+        self._state = state
+        self._report(snapshot)
+        return state
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.collect_once()
+            except Exception:  # a bug must not kill the loop: log it and try again next time
+                log.exception("collection crashed")
+            delay = self._next_delay() - (time.monotonic() - started)
+            self._stop.wait(max(0.0, delay))
+
+    def _bounded_collect(self) -> ClusterSnapshot:
+        collected_at = self._clock()
+        if self._worker is not None and self._worker.is_alive():
+            return empty_snapshot(
+                collected_at,
+                (PhaseError(COLLECTION_PHASE, "the previous collection is still running"),),
+            )
+        result: list[ClusterSnapshot] = []
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                result.append(self._collect(self._timeout))
+            except BaseException as exc:
+                failure.append(exc)
+
+        self._worker = threading.Thread(target=work, name="vigia-collection", daemon=True)
+        self._worker.start()
+        self._worker.join(self._timeout + GRACE_SECONDS)
+        if result:
+            return result[0]
+        if failure:
+            message = f"collection failed: {type(failure[0]).__name__}: {failure[0]}"
+        else:
+            message = f"collection timed out after {self._timeout:g} s"
+        return empty_snapshot(collected_at, (PhaseError(COLLECTION_PHASE, message),))
+
+    def _unreachable(self, snapshot: ClusterSnapshot) -> bool:
+        return not snapshot.has_metadata
+
+    def _next_delay(self) -> float:
+        if self._failures == 0:
+            return self._interval
+        backoff: float = self._interval * 2.0 ** (self._failures - 1)
+        return min(backoff, max(self._interval, MAX_BACKOFF_SECONDS))
+
+    def _report(self, snapshot: ClusterSnapshot) -> None:
+        if self._unreachable(snapshot):
+            self._failures += 1
+            reason = "; ".join(f"{e.phase}: {e.message}" for e in snapshot.errors)
+            log.warning(
+                "cannot collect from Kafka at %s (%s); vigia_exporter_up is 0, retrying in %.3g s "
+                "(backoff doubles up to %.3g s)",
+                self._bootstrap or "the bootstrap servers",
+                reason,
+                self._next_delay(),
+                max(self._interval, MAX_BACKOFF_SECONDS),
+            )
+            self._last_failed = snapshot.failed_phases
+            return
+        if self._failures:
+            log.info("Kafka reachable again after %d failed collection(s)", self._failures)
+            self._failures = 0
+        # Logged when the set of failing phases changes, not at every collection.
+        if snapshot.failed_phases != self._last_failed:
+            if snapshot.errors:
+                log.warning(
+                    "partial collection, failed phases: %s",
+                    "; ".join(f"{e.phase}: {e.message}" for e in snapshot.errors),
+                )
+            else:
+                log.info("collection complete: every phase succeeded")
+            self._last_failed = snapshot.failed_phases

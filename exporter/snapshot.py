@@ -1,0 +1,207 @@
+"""The typed result of one collection: what the Kafka adapter (or a recording) saw, nothing derived.
+
+Everything after this point (state, metrics, JSON) is pure and works from these dataclasses only.
+Lists are tuples sorted the way docs/api.md sorts them, so two snapshots of the same cluster compare
+equal and the JSON is stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+# Collection phases, in the order the adapter runs them. Each one fails on its own: its data is
+# missing from the snapshot and its error is listed in `ClusterSnapshot.errors`.
+PHASES = ("metadata", "cluster", "configs", "offsets", "log_dirs", "groups", "group_offsets")
+# A collection that did not finish within its timeout is reported under this phase.
+COLLECTION_PHASE = "collection"
+
+ControllerSource = Literal["quorum", "describe_cluster", "metadata"]
+
+
+def _no_configs() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+def _no_durations() -> Mapping[str, float]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    partition: int
+    leader: int  # -1 when the partition has no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    earliest_offset: int | None = None  # None when the offsets phase failed for this partition
+    latest_offset: int | None = None  # high watermark
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    name: str
+    internal: bool
+    partitions: tuple[Partition, ...]
+    # DescribeConfigs values as strings, as Kafka returns them; empty when that phase failed.
+    configs: Mapping[str, str] = field(default_factory=_no_configs)
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirPartition:
+    topic: str
+    partition: int
+    size_bytes: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LogDir:
+    path: str
+    error: str | None
+    total_bytes: int | None
+    usable_bytes: int | None
+    partitions: tuple[LogDirPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerLogDirs:
+    broker: int
+    error: str | None  # the whole DescribeLogDirs call to this broker failed
+    log_dirs: tuple[LogDir, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionRef:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartitionRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroup:
+    group_id: str
+    # None when DescribeConsumerGroups failed for this group (committed offsets may still be known).
+    state: str | None
+    type: str | None
+    protocol: str | None
+    coordinator: int | None
+    members: tuple[GroupMember, ...] | None
+    # None when the committed offsets could not be read; only offsets >= 0 otherwise.
+    committed: tuple[CommittedOffset, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumReplica:
+    id: int
+    log_end_offset: int | None
+    last_fetch_timestamp_ms: int | None
+    last_caught_up_timestamp_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Quorum:
+    leader_id: int
+    voters: tuple[QuorumReplica, ...]
+    observers: tuple[QuorumReplica, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseError:
+    phase: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    collected_at: float  # unix seconds, taken before the first call
+    cluster_id: str | None
+    controller_id: int | None
+    controller_source: ControllerSource | None
+    brokers: tuple[Broker, ...]
+    topics: tuple[Topic, ...]
+    log_dirs: tuple[BrokerLogDirs, ...]
+    groups: tuple[ConsumerGroup, ...]
+    quorum: Quorum | None = None
+    # Broker-wide min.insync.replicas, for topics whose own value is unknown.
+    broker_min_insync_replicas: int | None = None
+    errors: tuple[PhaseError, ...] = ()
+    # Seconds per phase plus "total"; empty for recordings, which carry no timings.
+    durations: Mapping[str, float] = field(default_factory=_no_durations)
+
+    @property
+    def failed_phases(self) -> frozenset[str]:
+        return frozenset(e.phase for e in self.errors)
+
+    @property
+    def has_metadata(self) -> bool:
+        """Brokers and topics were read (an empty list then really means none)."""
+        return not self.failed_phases & {"metadata", COLLECTION_PHASE}
+
+    @property
+    def ok(self) -> bool:
+        """Every phase succeeded."""
+        return not self.errors
+
+
+def min_insync_replicas(topic: Topic, broker_default: int | None) -> int | None:
+    """The topic's own min.insync.replicas, else the broker-wide default, else unknown."""
+    value = topic.configs.get("min.insync.replicas")
+    if value is not None:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    return broker_default
+
+
+def resolve_controller(
+    quorum: Quorum | None, reported_id: int | None, reported_source: ControllerSource
+) -> tuple[int | None, ControllerSource | None]:
+    """The KRaft quorum leader when known: brokers report a random live broker as "controller"
+    in DescribeCluster/Metadata under KRaft (fixtures README, gotcha 1)."""
+    if quorum is not None and quorum.leader_id >= 0:
+        return quorum.leader_id, "quorum"
+    if reported_id is not None and reported_id >= 0:
+        return reported_id, reported_source
+    return None, None
+
+
+def empty_snapshot(collected_at: float, errors: tuple[PhaseError, ...]) -> ClusterSnapshot:
+    """A collection that produced no cluster data at all (e.g. it timed out)."""
+    return ClusterSnapshot(
+        collected_at=collected_at,
+        cluster_id=None,
+        controller_id=None,
+        controller_source=None,
+        brokers=(),
+        topics=(),
+        log_dirs=(),
+        groups=(),
+        errors=errors,
+    )

@@ -1,0 +1,355 @@
+"""Is a day complete? Expected measures (meters × 96 periods × magnitudes) against what is stored.
+
+The stored layout is the job's Parquet output, partitioned by measure date
+(``<output>/measure_date=YYYY-MM-DD/…``); the meter list comes from the simulator's manifest or from
+a meters file (one id per line, blank lines and ``#`` comments ignored).
+
+Entry point for ``vigia-ingest completeness`` (ingest/cli.py)::
+
+    add_completeness_arguments(parser: argparse.ArgumentParser) -> None
+        # --date (required), --output, --manifest | --meters-file, --sample-size (20)
+        # defaults from VIGIA_INGEST_OUTPUT, VIGIA_INGEST_MANIFEST, VIGIA_INGEST_METERS_FILE
+    main_completeness(args: argparse.Namespace, spark: SparkSession | None = None) -> int
+        # writes the report as one JSON object on stdout, logs a summary line;
+        # exit 0 complete (nothing missing, no duplicates), 1 incomplete, 2 invalid input
+
+The comparison is pure (`summarise_keys`, `build_report`); only `read_stored_day` touches Spark, and
+it aggregates in Spark so a 300 M-row day never comes to the driver: only totals and a bounded
+sample of incomplete (meter, magnitude) pairs are collected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from ingest.schema import MAGNITUDES, PERIODS, PERIODS_PER_DAY
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SAMPLE_SIZE: Final = 20
+EXIT_COMPLETE: Final = 0
+EXIT_INCOMPLETE: Final = 1
+EXIT_INVALID: Final = 2
+
+
+class MeasureKey(NamedTuple):
+    meter: str
+    measure_date: dt.date
+    period: int
+    magnitude: str
+
+
+@dataclass(frozen=True)
+class StoredDay:
+    """What is stored for one day, reduced to what the comparison needs."""
+
+    rows: int
+    """Rows stored for the day."""
+    distinct: int
+    """Distinct (meter, period, magnitude) stored for the day."""
+    distinct_expected: int
+    """Of those, how many are expected (known meter and magnitude, period in 1..96)."""
+    incomplete: tuple[tuple[str, str, frozenset[int]], ...] = ()
+    """Some expected (meter, magnitude) pairs with fewer than 96 periods stored, with the periods
+    that are stored (empty when the pair has none); bounded by the caller's sample size."""
+
+
+@dataclass(frozen=True)
+class CompletenessReport:
+    measure_date: dt.date
+    meters: int
+    magnitudes: tuple[str, ...]
+    expected: int
+    stored_rows: int
+    distinct_stored: int
+    missing: int
+    duplicates: int
+    """Stored rows beyond the first for the same key (a key written twice)."""
+    unexpected: int
+    """Distinct stored keys outside the expected set (unknown meter or magnitude)."""
+    missing_sample: tuple[MeasureKey, ...] = field(default=())
+
+    @property
+    def complete(self) -> bool:
+        return self.missing == 0 and self.duplicates == 0
+
+    def summary(self) -> str:
+        return (
+            f"{self.measure_date}: {self.expected:,} expected, {self.distinct_stored:,} distinct "
+            f"stored, {self.missing:,} missing, {self.duplicates:,} duplicates, "
+            f"{self.unexpected:,} unexpected"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["measure_date"] = self.measure_date.isoformat()
+        data["magnitudes"] = list(self.magnitudes)
+        data["missing_sample"] = [
+            {"meter": k.meter, "period": k.period, "magnitude": k.magnitude}
+            for k in self.missing_sample
+        ]
+        data["complete"] = self.complete
+        return data
+
+
+def expected_keys(
+    meters: Iterable[str], measure_date: dt.date, magnitudes: Sequence[str] = MAGNITUDES
+) -> Iterator[MeasureKey]:
+    """Every measure a day should have, meter by meter, period by period."""
+    for meter in meters:
+        for period in PERIODS:
+            for magnitude in magnitudes:
+                yield MeasureKey(meter, measure_date, period, magnitude)
+
+
+def summarise_keys(
+    stored: Iterable[MeasureKey],
+    measure_date: dt.date,
+    meters: Sequence[str],
+    magnitudes: Sequence[str] = MAGNITUDES,
+    sample_groups: int = DEFAULT_SAMPLE_SIZE,
+) -> StoredDay:
+    """`read_stored_day` for keys already in memory (tests, small checks)."""
+    counts = Counter(
+        (k.meter, k.period, k.magnitude) for k in stored if k.measure_date == measure_date
+    )
+    known_meters, known_magnitudes = set(meters), set(magnitudes)
+    periods: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for meter, period, magnitude in counts:
+        if meter in known_meters and magnitude in known_magnitudes and period in PERIODS:
+            periods[(meter, magnitude)].add(period)
+    incomplete: list[tuple[str, str, frozenset[int]]] = []
+    for meter in meters:
+        for magnitude in magnitudes:
+            stored_periods = periods.get((meter, magnitude), set())
+            if len(stored_periods) < PERIODS_PER_DAY and len(incomplete) < sample_groups:
+                incomplete.append((meter, magnitude, frozenset(stored_periods)))
+    return StoredDay(
+        rows=sum(counts.values()),
+        distinct=len(counts),
+        distinct_expected=sum(len(p) for p in periods.values()),
+        incomplete=tuple(incomplete),
+    )
+
+
+def build_report(
+    measure_date: dt.date,
+    meters: int,
+    magnitudes: Sequence[str],
+    stored: StoredDay,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+) -> CompletenessReport:
+    expected = meters * PERIODS_PER_DAY * len(magnitudes)
+    sample: list[MeasureKey] = []
+    for meter, magnitude, stored_periods in sorted(stored.incomplete, key=lambda g: g[:2]):
+        for period in PERIODS:
+            if len(sample) >= sample_size:
+                break
+            if period not in stored_periods:
+                sample.append(MeasureKey(meter, measure_date, period, magnitude))
+    return CompletenessReport(
+        measure_date=measure_date,
+        meters=meters,
+        magnitudes=tuple(magnitudes),
+        expected=expected,
+        stored_rows=stored.rows,
+        distinct_stored=stored.distinct,
+        missing=expected - stored.distinct_expected,
+        duplicates=stored.rows - stored.distinct,
+        unexpected=stored.distinct - stored.distinct_expected,
+        missing_sample=tuple(sample),
+    )
+
+
+def read_stored_day(
+    spark: SparkSession,
+    output: str,
+    measure_date: dt.date,
+    meters: Sequence[str],
+    magnitudes: Sequence[str] = MAGNITUDES,
+    sample_groups: int = DEFAULT_SAMPLE_SIZE,
+) -> StoredDay:
+    """Aggregate one day of the Parquet output in Spark.
+
+    Reads the output root (not the day's folder) so that a file-sink `_spark_metadata` log, when
+    present, hides files of uncommitted batches; partition pruning keeps it to one day.
+    """
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    day = (
+        spark.read.schema("meter string, period int, magnitude string, measure_date date")
+        .parquet(output)
+        .where(F.col("measure_date") == F.lit(measure_date))
+    )
+    known = spark.createDataFrame(pa.table({"meter": pa.array(list(meters), pa.string())}))
+    known = known.withColumn("_known", F.lit(True))
+    keys = (
+        day.groupBy("meter", "period", "magnitude")
+        .agg(F.count(F.lit(1)).alias("rows"))
+        .join(F.broadcast(known), "meter", "left")
+        .withColumn(
+            "expected",
+            F.col("_known").isNotNull()
+            & F.col("magnitude").isin(*magnitudes)
+            & F.col("period").between(PERIODS[0], PERIODS[-1]),
+        )
+        .cache()
+    )
+    try:
+        totals = keys.agg(
+            F.coalesce(F.sum("rows"), F.lit(0)).alias("rows"),
+            F.count(F.lit(1)).alias("distinct"),
+            F.count_if("expected").alias("distinct_expected"),
+        ).first()
+        assert totals is not None  # a global aggregate always has one row
+        expected_total = len(meters) * PERIODS_PER_DAY * len(magnitudes)
+        incomplete: tuple[tuple[str, str, frozenset[int]], ...] = ()
+        if totals["distinct_expected"] < expected_total and sample_groups > 0:
+            groups = (
+                keys.where("expected")
+                .groupBy("meter", "magnitude")
+                .agg(F.collect_set("period").alias("periods"))
+            )
+            pairs = known.select("meter").crossJoin(
+                spark.createDataFrame([(m,) for m in magnitudes], "magnitude string")
+            )
+            rows = (
+                pairs.join(groups, ["meter", "magnitude"], "left")
+                .where(F.col("periods").isNull() | (F.size("periods") < PERIODS_PER_DAY))
+                .orderBy("meter", "magnitude")
+                .limit(sample_groups)
+                .collect()
+            )
+            incomplete = tuple(
+                (r["meter"], r["magnitude"], frozenset(r["periods"] or ())) for r in rows
+            )
+        return StoredDay(
+            rows=int(totals["rows"]),
+            distinct=int(totals["distinct"]),
+            distinct_expected=int(totals["distinct_expected"]),
+            incomplete=incomplete,
+        )
+    finally:
+        keys.unpersist()
+
+
+def completeness_report(
+    spark: SparkSession,
+    output: str,
+    measure_date: dt.date,
+    meters: Sequence[str],
+    magnitudes: Sequence[str] = MAGNITUDES,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+) -> CompletenessReport:
+    stored = read_stored_day(spark, output, measure_date, meters, magnitudes, sample_size)
+    return build_report(measure_date, len(meters), magnitudes, stored, sample_size)
+
+
+class InputError(ValueError):
+    """Bad arguments or unreadable meter list: exit code 2."""
+
+
+def load_meters(manifest: str | None = None, meters_file: str | None = None) -> list[str]:
+    """The meter ids from a simulator manifest or a meters file (exactly one of them)."""
+    from ingest.simulator.manifest import load_manifest
+
+    if (manifest is None) == (meters_file is None):
+        raise InputError("give exactly one of --manifest and --meters-file")
+    if manifest is not None:
+        try:
+            return load_manifest(manifest).meters.ids()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"cannot read manifest {manifest}: {exc}") from exc
+    assert meters_file is not None
+    try:
+        lines = Path(meters_file).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read meters file {meters_file}: {exc.strerror}") from exc
+    meters = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    if not meters:
+        raise InputError(f"meters file {meters_file} lists no meter")
+    if len(set(meters)) != len(meters):
+        raise InputError(f"meters file {meters_file} lists a meter twice")
+    return meters
+
+
+def add_completeness_arguments(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    parser.add_argument("--date", required=True, help="measure date to check, YYYY-MM-DD")
+    parser.add_argument(
+        "--output",
+        default=env("VIGIA_INGEST_OUTPUT"),
+        help="Parquet root the job writes to (env VIGIA_INGEST_OUTPUT)",
+    )
+    meters = parser.add_mutually_exclusive_group()
+    meters.add_argument(
+        "--manifest",
+        default=env("VIGIA_INGEST_MANIFEST"),
+        help="simulator manifest giving the meters (env VIGIA_INGEST_MANIFEST)",
+    )
+    meters.add_argument(
+        "--meters-file",
+        default=env("VIGIA_INGEST_METERS_FILE"),
+        help="file with one meter id per line (env VIGIA_INGEST_METERS_FILE)",
+    )
+    parser.add_argument(
+        "--sample-size",
+        type=int,
+        default=DEFAULT_SAMPLE_SIZE,
+        help=f"missing measures listed in the report (default {DEFAULT_SAMPLE_SIZE})",
+    )
+
+
+def main_completeness(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
+    """Run the check; `args` as defined by `add_completeness_arguments`. Without `spark`, starts
+    a session (local unless spark.master is configured) and stops it at the end."""
+    try:
+        measure_date = dt.date.fromisoformat(args.date)
+    except ValueError:
+        log.error("--date %r is not a date written YYYY-MM-DD", args.date)
+        return EXIT_INVALID
+    if not args.output:
+        log.error("--output (or VIGIA_INGEST_OUTPUT) is required")
+        return EXIT_INVALID
+    sample_size = int(getattr(args, "sample_size", DEFAULT_SAMPLE_SIZE))
+    try:
+        meters = load_meters(args.manifest, args.meters_file)
+    except InputError as exc:
+        log.error("%s", exc)
+        return EXIT_INVALID
+
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import SparkSession
+
+    own_session = spark is None
+    session = spark or SparkSession.builder.appName("vigia-completeness").getOrCreate()
+    try:
+        report = completeness_report(
+            session, args.output, measure_date, meters, sample_size=sample_size
+        )
+    except AnalysisException as exc:
+        log.error("cannot read %s: %s", args.output, str(exc).splitlines()[0])
+        return EXIT_INVALID
+    finally:
+        if own_session:
+            session.stop()
+    sys.stdout.write(json.dumps(report.to_json()) + "\n")
+    if report.complete:
+        log.info("complete: %s", report.summary())
+        return EXIT_COMPLETE
+    log.warning("incomplete: %s", report.summary())
+    return EXIT_INCOMPLETE

@@ -1,0 +1,385 @@
+"""The ingest job: Kafka → validation → Parquet measures and quarantine, exactly once, with metrics.
+
+    Kafka source (vigia-kafka, or Spark's built-in "kafka")
+      → transform.parse → transform.classify → observe(per-reason counts, newest TS)   [streaming]
+      → foreachBatch: persist; split valid / rejected; dedupe_latest(valid);
+                      ExactlyOnceSink publishes both as batch N                        [per batch]
+
+Exactly once end to end rests on three things: Spark's offset log fixes each batch's Kafka ranges
+before it runs (a replay reads the same messages); `ingest.sinks.ExactlyOnceSink` makes publishing a
+batch idempotent by batch id (see its docstring for the protocol); and Spark's commit log marks a
+batch done only after foreachBatch returned. Killing the driver at any moment therefore leaves at
+worst one batch to redo, and redoing it replaces, never adds.
+
+After each completed batch, `GroupCommitListener` commits the batch's end offsets to the consumer
+group (default vigia-ingest) so the job's lag shows in the exporter, Burrow and
+kafka-consumer-groups. The vigia-kafka source also commits from its ``commit(end)``, but Spark calls
+that only when it plans the *next* batch (the lag would read one batch high, and the last batch of
+a run would never be committed); the listener commits as soon as a batch is done, for either source.
+The group's offsets are for monitoring only: the job restarts from its checkpoint, never from them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import signal
+import threading
+from collections.abc import Mapping
+from types import FrameType
+from typing import Any, Final
+
+from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
+
+from ingest import transform
+from ingest.config import IngestConfig
+from ingest.kafka_source import SOURCE_NAME, register
+from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError, consumer_config
+from ingest.kafka_source.options import READER_GROUP
+from ingest.metrics import (
+    BatchWritten,
+    IngestListener,
+    IngestMetrics,
+    day_window,
+    sample_from_progress,
+    utc_today,
+)
+from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
+from ingest.sinks import ExactlyOnceSink, Output, SinkError
+
+log = logging.getLogger(__name__)
+
+PREFLIGHT_TIMEOUT_S: Final = 10.0
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+# Spark loggers that print a failed query's stack traces; the job reports the failure itself, in
+# one sentence (run with --log-level DEBUG to keep them).
+_NOISY_LOGGERS: Final = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.sql.execution.streaming",
+    "org.apache.spark.sql.execution.datasources.v2.python",
+    "org.apache.spark.api.python",
+)
+
+
+class JobError(RuntimeError):
+    """A failure the CLI reports as one sentence."""
+
+
+def build_spark(config: IngestConfig) -> SparkSession:
+    from pyspark import SparkConf
+
+    builder = SparkSession.builder.appName(config.query_name)
+    master = config.spark_master or SparkConf().get("spark.master", None) or "local[*]"
+    builder = builder.master(master)
+    # Dates and timestamps mean UTC whatever the machine's zone: measure_date partitions too.
+    builder = builder.config("spark.sql.session.timeZone", "UTC")
+    # A partitioned write otherwise sorts each task's rows by measure_date first.
+    builder = builder.config("spark.sql.maxConcurrentOutputFileWriters", "16")
+    if master.startswith("local") and not SparkConf().contains("spark.sql.shuffle.partitions"):
+        # The in-batch dedupe shuffles; Spark's 200 partitions would mean 200 files per batch.
+        import os
+
+        builder = builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2))
+    spark = builder.getOrCreate()
+    quiet_spark_logs(spark, config.log_level)
+    return spark
+
+
+def quiet_spark_logs(spark: SparkSession, level: str) -> None:
+    if level == "DEBUG":
+        return
+    spark.sparkContext.setLogLevel("WARN")
+    jvm: Any = spark.sparkContext._jvm
+    off = jvm.org.apache.logging.log4j.Level.OFF
+    for name in _NOISY_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+
+
+def read_stream(spark: SparkSession, config: IngestConfig) -> DataFrame:
+    """The Kafka stream with the columns of Spark's Kafka source, whichever source reads it."""
+    reader = spark.readStream
+    if config.source == "python-kafka":
+        register(spark)
+        reader = reader.format(SOURCE_NAME).option("commitGroupId", config.group_id)
+    else:
+        reader = reader.format("kafka")
+    reader = (
+        reader.option("kafka.bootstrap.servers", config.bootstrap_servers)
+        .option("subscribe", config.topic)
+        .option("startingOffsets", config.starting_offsets)
+        .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
+    )
+    if config.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
+    for key, value in config.kafka_options.items():
+        reader = reader.option(f"kafka.{key}", value)
+    try:
+        return reader.load().select(*KAFKA_SOURCE_COLUMNS)
+    except AnalysisException as exc:
+        if config.source == "spark-kafka":
+            raise JobError(
+                "Spark's built-in Kafka source is not on the classpath (the spark-sql-kafka-0-10 "
+                "package); use --source python-kafka"
+            ) from exc
+        raise
+
+
+def observed_stream(raw: DataFrame) -> DataFrame:
+    """Parsed and classified rows, observed so each progress event carries per-reason counts."""
+    classified = transform.classify(transform.parse(raw))
+    return classified.observe(transform.OBSERVATION, *transform.observe_exprs())
+
+
+class BatchWriter:
+    """The foreachBatch function: split, dedupe, publish exactly once, report."""
+
+    def __init__(self, sink: ExactlyOnceSink, config: IngestConfig, metrics: IngestMetrics) -> None:
+        self._sink = sink
+        self._config = config
+        self._metrics = metrics
+
+    def __call__(self, classified: DataFrame, batch_id: int) -> None:
+        # Both outputs derive from the classified rows; without the cache the second write would
+        # read Kafka and parse every message again.
+        classified.persist()
+        try:
+            valid, invalid = transform.split_classified(classified)
+            before = Observation(f"valid-{batch_id}")
+            valid = valid.observe(before, F.count(F.lit(1)).alias("rows"))
+            days = day_window(utc_today())
+            after = Observation(f"stored-{batch_id}")
+            stored = transform.dedupe_latest(valid).observe(
+                after,
+                F.count(F.lit(1)).alias("rows"),
+                *(F.count_if(F.col("measure_date") == F.lit(d)).alias(d.isoformat()) for d in days),
+            )
+            self._sink.write(
+                batch_id,
+                [
+                    Output(self._config.output, stored, ("measure_date",)),
+                    Output(self._config.quarantine, invalid),
+                ],
+            )
+            counts = after.get
+            valid_rows = int(counts["rows"])
+            self._metrics.batch_written(
+                BatchWritten(
+                    batch_id=batch_id,
+                    valid_rows=valid_rows,
+                    duplicate_rows=int(before.get["rows"]) - valid_rows,
+                    rows_by_date={
+                        d: int(counts[d.isoformat()]) for d in days if counts[d.isoformat()]
+                    },
+                )
+            )
+            log.info("batch %d: %d measures stored", batch_id, valid_rows)
+        finally:
+            classified.unpersist()
+
+
+class GroupCommitListener(StreamingQueryListener):
+    """Commits each completed batch's end offsets to the consumer group (see module docstring)."""
+
+    def __init__(self, query_name: str, admin: KafkaAdmin, topic: str) -> None:
+        self._query = query_name
+        self._admin = admin
+        self._topic = topic
+        self._lock = threading.Lock()
+
+    def commit_progress(self, progress: Mapping[str, Any]) -> None:
+        end = sample_from_progress(progress).end_offsets
+        mine = {tp: offset for tp, offset in end.items() if tp[0] == self._topic}
+        with self._lock:
+            try:
+                self._admin.commit(mine)
+            except KafkaSourceError as exc:
+                log.warning("batch end offsets not committed: %s", exc.sentence)
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        if event.progress.name == self._query:
+            self.commit_progress(json.loads(event.progress.json))
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        pass
+
+
+def stored_day_counts(spark: SparkSession, sink: ExactlyOnceSink, output: str) -> dict[Any, int]:
+    """Rows stored per measure date in the metrics window (seeds vigia_ingest_day_measures)."""
+    if not sink.fs.list_files(output):
+        return {}
+    first = day_window(utc_today())[0]
+    rows = (
+        spark.read.schema(VALID_SCHEMA)
+        .parquet(output)
+        .where(F.col("measure_date") >= F.lit(first))
+        .groupBy("measure_date")
+        .count()
+        .collect()
+    )
+    return {row["measure_date"]: int(row["count"]) for row in rows}
+
+
+def failure_sentence(exc: BaseException) -> str:
+    """The one sentence to print for a failed query: ours when the source raised it."""
+    text = str(exc)
+    match = re.search(re.escape(ERROR_MARKER) + r": (.+)", text)
+    if match:
+        return match.group(1).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def preflight_kafka(config: IngestConfig) -> KafkaAdmin:
+    """Fail in seconds, with one sentence, when the cluster or the topic is not there."""
+    admin = KafkaAdmin(
+        consumer_config(
+            config.bootstrap_servers, config.kafka_options, config.group_id or READER_GROUP
+        ),
+        PREFLIGHT_TIMEOUT_S,
+    )
+    admin.partitions(config.topic)
+    return admin
+
+
+def start_query(spark: SparkSession, config: IngestConfig, writer: BatchWriter) -> StreamingQuery:
+    stream = observed_stream(read_stream(spark, config))
+    query = (
+        stream.writeStream.queryName(config.query_name)
+        .foreachBatch(writer)
+        .option("checkpointLocation", config.checkpoint)
+    )
+    if config.available_now:
+        query = query.trigger(availableNow=True)
+    else:
+        query = query.trigger(processingTime=f"{config.trigger_interval:g} seconds")
+    return query.start()
+
+
+class IngestJob:
+    """One run of the job on a SparkSession (the CLI's, or a test's shared one)."""
+
+    def __init__(
+        self, spark: SparkSession, config: IngestConfig, metrics: IngestMetrics, admin: KafkaAdmin
+    ) -> None:
+        """``admin``: from `preflight_kafka`; commits the group offsets, closed by `run`."""
+        self.spark = spark
+        self.config = config
+        self.metrics = metrics
+        self.admin = admin
+        self._stop = threading.Event()
+        self.query: StreamingQuery | None = None
+
+    def request_stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        log.info("stopping after the current batch is interrupted (signal %s)", signum)
+        self._stop.set()
+
+    def run(self) -> None:
+        """Run until the query ends (available-now) or a stop is requested; raise JobError on
+        failure."""
+        config = self.config
+        admin = self.admin
+        listeners: list[StreamingQueryListener] = [IngestListener(self.metrics)]
+        committer = GroupCommitListener(config.query_name, admin, config.topic)
+        if config.group_id:
+            listeners.append(committer)
+        try:
+            sink = ExactlyOnceSink(self.spark, config.checkpoint)
+            for path, what in (
+                (config.output, "output"),
+                (config.quarantine, "quarantine"),
+                (config.checkpoint, "checkpoint"),
+            ):
+                sink.fs.check_writable(path, what)
+            self.metrics.seed_days(stored_day_counts(self.spark, sink, config.output))
+            for listener in listeners:
+                self.spark.streams.addListener(listener)
+            self.query = start_query(self.spark, config, BatchWriter(sink, config, self.metrics))
+            log.info(
+                "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
+                config.topic,
+                config.bootstrap_servers,
+                config.output,
+                config.quarantine,
+                config.checkpoint,
+            )
+            self._await(self.query)
+            last = self.query.lastProgress
+            if last is not None and config.group_id:
+                # The listener bus is asynchronous: make sure the final batch is committed.
+                committer.commit_progress(json.loads(last.json))
+        except StreamingQueryException as exc:
+            raise JobError(failure_sentence(exc)) from exc
+        except SinkError as exc:
+            raise JobError(str(exc)) from exc
+        finally:
+            for listener in listeners:
+                self.spark.streams.removeListener(listener)
+            self.metrics.query_terminated()
+            admin.close()
+
+    def _await(self, query: StreamingQuery) -> None:
+        # Poll rather than block: a signal handler cannot safely call into the JVM while the main
+        # thread sits inside a py4j call.
+        while not query.awaitTermination(1):
+            if self._stop.is_set():
+                query.stop()
+                break
+        exc = query.exception()
+        if exc is not None:
+            raise exc
+
+
+def run_job(config: IngestConfig) -> int:
+    """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    try:
+        admin = preflight_kafka(config)
+    except KafkaSourceError as exc:
+        log.error("%s", exc.sentence)
+        return EXIT_FAILED
+    metrics = IngestMetrics(config.query_name)
+    registry = CollectorRegistry()
+    registry.register(metrics)
+    server = None
+    if config.metrics_port:
+        try:
+            server, _ = start_http_server(
+                config.metrics_port, addr=config.metrics_address, registry=registry
+            )
+        except OSError as exc:
+            log.error(
+                "cannot serve metrics on %s:%d (%s)",
+                config.metrics_address,
+                config.metrics_port,
+                exc.strerror,
+            )
+            admin.close()
+            return EXIT_FAILED
+        log.info("metrics on http://%s:%d/metrics", config.metrics_address, config.metrics_port)
+    spark = build_spark(config)
+    job = IngestJob(spark, config, metrics, admin)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, job.request_stop)
+    try:
+        job.run()
+        return EXIT_OK
+    except JobError as exc:
+        log.error("%s", exc)
+        return EXIT_FAILED
+    finally:
+        spark.stop()
+        if server is not None:
+            server.shutdown()

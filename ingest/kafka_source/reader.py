@@ -1,0 +1,128 @@
+"""Read one partition's offset range ``[start, end)`` into Arrow record batches.
+
+Runs inside a Spark task (a Python worker). The consumer is assigned the partition at ``start``
+(assign, no group membership) and reads until its position reaches ``end``. Offsets inside the range
+may not exist (compaction, transaction markers, aborted transactions under read_committed), so the
+loop never waits for a particular offset: it stops at the first message at or beyond ``end``, or
+when the consumer reports the end of the partition at or beyond ``end``. A read that makes no
+progress for ``timeout_s`` fails with a sentence saying where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from ingest.kafka_source.adapter import KafkaSourceError, describe
+from ingest.kafka_source.offsets import OffsetRange, clamp_to_available
+from ingest.schema import KAFKA_SOURCE_SCHEMA
+
+log = logging.getLogger(__name__)
+
+ARROW_SCHEMA = to_arrow_schema(KAFKA_SOURCE_SCHEMA, timezone="UTC")
+"""Exactly what Spark expects of a Python source's record batches for KAFKA_SOURCE_SCHEMA."""
+
+# Rows per record batch (and per consume call): big enough to amortise the per-batch costs of
+# Arrow and of the JVM hand-over, small enough to keep a worker's memory flat.
+CHUNK_ROWS = 20_000
+POLL_TIMEOUT_S = 0.5
+
+
+def to_record_batch(topic: str, partition: int, messages: list[Message]) -> pa.RecordBatch:
+    """Messages (no error events) → one batch with the columns of Spark's Kafka source."""
+    size = len(messages)
+    stamps = [m.timestamp() for m in messages]
+    # librdkafka's timestamp types are 0 none, 1 create, 2 log-append; Kafka's (and Spark's
+    # timestampType column) are -1, 0, 1. A missing timestamp becomes null rather than 1969.
+    kinds = pa.array([kind - 1 for kind, _ in stamps], pa.int32())
+    millis = pa.array([ms if kind else None for kind, ms in stamps], pa.int64())
+    micros = pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC"))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), size),
+            pa.repeat(pa.scalar(partition, pa.int32()), size),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            micros,
+            kinds,
+        ],
+        schema=ARROW_SCHEMA,
+    )
+
+
+def read_range(
+    config: Mapping[str, Any],
+    wanted: OffsetRange,
+    *,
+    fail_on_data_loss: bool,
+    timeout_s: float,
+) -> Iterator[pa.RecordBatch]:
+    """Every message of ``wanted`` that still exists, in offset order."""
+    consumer = Consumer(dict(config))
+    tp = TopicPartition(wanted.topic, wanted.partition)
+    try:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
+        except KafkaException as exc:
+            raise KafkaSourceError(
+                f"cannot read the offsets of {wanted.topic}-{wanted.partition} "
+                f"within {timeout_s:g} s ({describe(exc)})"
+            ) from exc
+        todo, loss = clamp_to_available(wanted, int(low), int(high))
+        if loss is not None:
+            if fail_on_data_loss:
+                raise KafkaSourceError(
+                    f"data loss: {loss.describe()}; "
+                    "restart with --no-fail-on-data-loss to skip them"
+                )
+            log.warning("skipping lost offsets: %s", loss.describe())
+        if todo.size == 0:
+            return
+        yield from _consume(consumer, todo, timeout_s)
+    finally:
+        consumer.close()
+
+
+def _consume(consumer: Consumer, todo: OffsetRange, timeout_s: float) -> Iterator[pa.RecordBatch]:
+    consumer.assign([TopicPartition(todo.topic, todo.partition, todo.start)])
+    position = todo.start
+    last_progress = time.monotonic()
+    while position < todo.end:
+        wanted = min(todo.end - position, CHUNK_ROWS)
+        events = consumer.consume(num_messages=wanted, timeout=POLL_TIMEOUT_S)
+        messages: list[Message] = []
+        for event in events:
+            error = event.error()
+            if error is None:
+                offset = event.offset()
+                if offset >= todo.end:
+                    position = todo.end
+                    break
+                messages.append(event)
+                position = offset + 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                # The partition ends here for now; past `end`, what is left of the range is gaps.
+                if event.offset() >= todo.end:
+                    position = todo.end
+                    break
+            else:
+                raise KafkaSourceError(
+                    f"reading {todo.topic}-{todo.partition} at offset {position} failed "
+                    f"({error.str()})"
+                )
+        if messages:
+            last_progress = time.monotonic()
+            yield to_record_batch(todo.topic, todo.partition, messages)
+        elif position < todo.end and time.monotonic() - last_progress > timeout_s:
+            raise KafkaSourceError(
+                f"reading {todo.topic}-{todo.partition} offsets [{todo.start}, {todo.end}) "
+                f"made no progress for {timeout_s:g} s at offset {position}"
+            )

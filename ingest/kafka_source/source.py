@@ -1,0 +1,153 @@
+"""``vigia-kafka``: a Kafka streaming source on PySpark's Python Data Source API (pyspark ≥ 4.2).
+
+Spark drives it from two kinds of Python processes:
+- one long-lived planner worker per query runs `KafkaStreamReader`'s offset methods
+  (initialOffset, latestOffset, partitions, commit, reportLatestOffset) and keeps one
+  non-subscribing consumer (`KafkaAdmin`) for metadata, watermarks and group commits;
+- Spark tasks run `read()` on a pickled copy, one task per Kafka partition with data in the batch.
+
+Offsets are ``{topic: {partition: next offset}}`` dicts that Spark writes to the checkpoint's offset
+log before a batch runs, so a restarted query replays exactly the ranges it had planned.
+
+`commit(end)` is how Spark tells a source a batch is done: MicroBatchExecution calls it while
+constructing the *next* batch, after the previous batch's sink and commit log completed. The reader
+then commits ``end`` to the consumer group (``commitGroupId``, default vigia-ingest) so the
+exporter, Burrow and kafka-consumer-groups show the job's lag. Because the final batch of a run
+gets no such call, the job also commits the last completed batch's end offsets when it stops
+(`ingest.job`), through the same `KafkaAdmin.commit`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from ingest.kafka_source import SOURCE_NAME
+from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
+from ingest.kafka_source.offsets import (
+    OffsetRange,
+    Offsets,
+    from_json,
+    next_end,
+    plan_ranges,
+    to_json,
+)
+from ingest.kafka_source.options import SourceOptions
+from ingest.kafka_source.reader import read_range
+from ingest.schema import KAFKA_SOURCE_SCHEMA
+
+log = logging.getLogger(__name__)
+
+
+class KafkaInputPartition(InputPartition):
+    """One Spark task: one Kafka partition's offset range."""
+
+    def __init__(self, offset_range: OffsetRange) -> None:
+        super().__init__(offset_range)
+        self.offset_range = offset_range
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._admin: KafkaAdmin | None = None
+        self._latest: Offsets | None = None
+        self._target: Offsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Tasks get a pickled copy of the reader for read(); a live Kafka client cannot travel.
+        state = dict(self.__dict__)
+        state["_admin"] = None
+        return state
+
+    @property
+    def admin(self) -> KafkaAdmin:
+        if self._admin is None:
+            self._admin = KafkaAdmin(self.options.admin_config(), self.options.kafka_timeout_s)
+        return self._admin
+
+    def _watermarks(self) -> tuple[Offsets, Offsets]:
+        return self.admin.topic_watermarks(self.options.topics)
+
+    def initialOffset(self) -> dict[str, Any]:
+        earliest, latest = self._watermarks()
+        start = self.options.starting_offsets.resolve(earliest, latest)
+        log.info("no checkpoint: starting at %s", to_json(start))
+        return to_json(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.options.max_offsets_per_trigger
+        return ReadMaxRows(limit) if limit is not None else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        _, self._target = self._watermarks()
+        log.info("available-now: reading up to %s", to_json(self._target))
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        earliest, latest = self._watermarks()
+        self._latest = latest
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end, losses = next_end(from_json(start), latest, earliest, max_rows, self._target)
+        for loss in losses:
+            if self.options.fail_on_data_loss:
+                raise KafkaSourceError(
+                    f"data loss: {loss.describe()}; restart with --no-fail-on-data-loss to go on"
+                )
+            log.warning("data loss, going on: %s", loss.describe())
+        return to_json(end)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The newest offsets seen, so progress events carry sources[].latestOffset: the job's
+        metrics compute offsets-behind-latest from it (a Python source gets no source metrics)."""
+        return to_json(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        return [KafkaInputPartition(r) for r in plan_ranges(from_json(start), from_json(end))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaInputPartition)
+        return read_range(
+            self.options.reader_config(),
+            partition.offset_range,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+            timeout_s=self.options.read_timeout_s,
+        )
+
+    def commit(self, end: dict[str, Any]) -> None:
+        if not self.options.commit_group_id:
+            return
+        try:
+            self.admin.commit(from_json(end))
+        except KafkaSourceError as exc:
+            # Lag reporting must not stop ingestion: the next batch's commit catches up.
+            log.warning("offsets not committed to the group: %s", exc.sentence)
+
+    def stop(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("vigia-kafka")``; register with `register(spark)`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        return KAFKA_SOURCE_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkaStreamReader(SourceOptions.parse(self.options))

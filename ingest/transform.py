@@ -1,0 +1,181 @@
+"""Kafka messages → valid measures and quarantined messages. Pure DataFrame → DataFrame, no I/O.
+
+Works the same on a static DataFrame and on each micro-batch of the stream; the input has the
+columns of Spark's Kafka source (`ingest.schema.KAFKA_SOURCE_COLUMNS`).
+
+    parse(raw)                 the JSON read vectorised (from_json, PERMISSIVE), every field as text
+    classify(parsed)           typed measure columns + `reason` (null when the row is valid)
+    split_classified(df)       (valid rows in VALID_COLUMNS, rejected rows in QUARANTINE_COLUMNS)
+    split_valid_invalid(p)     classify + split_classified
+    dedupe_latest(valid)       one row per measure key: the newest ts wins
+    process(raw)               all of the above: (valid deduplicated, invalid)
+    observe_exprs()            aggregate expressions for `classified.observe(OBSERVATION, ...)`
+
+Validation order (first failing reason wins, see `ingest.schema.REASONS`): malformed_json,
+missing_field, period_out_of_range, invalid_value, unknown_magnitude, invalid_date, invalid_ts.
+Structural problems come first, then the fields in the order of the measure key's importance to
+an operator reading the quarantine.
+
+Leniencies, on purpose: a number sent as a JSON string ("period":"37") is accepted; trailing text
+after the JSON object is ignored (Spark's JSON reader stops at the object's end). Strictness, on
+purpose: measure_date must be yyyy-MM-dd and a real date; ts must be ISO-8601 *with* an offset
+(`Z`, `+hh:mm`), so that its meaning never depends on the Spark session time zone.
+
+In a stream, observe the classified DataFrame (before the sink) so per-reason counts appear in each
+progress event; in foreachBatch, persist the classified batch before splitting it, or the parse
+runs twice.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ingest.schema import (
+    CORRUPT_RECORD_COLUMN,
+    FIELDS,
+    MAGNITUDES,
+    MEASURE_KEY_COLUMNS,
+    PERIODS,
+    QUARANTINE_COLUMNS,
+    RAW_JSON_SCHEMA,
+    REASONS,
+    VALID_COLUMNS,
+    Reason,
+)
+
+OBSERVATION: Final = "vigia_ingest"
+"""Suggested observation name for `observe_exprs()`."""
+OBSERVED_ROWS: Final = "rows"
+OBSERVED_VALID: Final = "valid"
+OBSERVED_NEWEST_TS: Final = "newest_ts_seconds"
+"""Keys of the observed row besides one per reason (named as `Reason` values)."""
+
+_JSON_OPTIONS: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD_COLUMN}
+_DATE_PATTERN: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_TS_PATTERN: Final = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})$"
+)
+_KAFKA_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
+# Text fields of the parsed JSON, prefixed so they never clash with the typed columns.
+_TEXT: Final = {name: f"_json_{name}" for name in FIELDS}
+
+
+def parse(raw: DataFrame) -> DataFrame:
+    """Read each message's JSON; keep the message as received and where it came from."""
+    raw_value = F.col("value").cast("string")
+    json_fields = [F.col(f"_json.{name}").alias(_TEXT[name]) for name in FIELDS]
+    return raw.select(
+        raw_value.alias("raw_value"),
+        F.col("key").cast("string").alias("raw_key"),
+        F.col("topic").alias("kafka_topic"),
+        F.col("partition").alias("kafka_partition"),
+        F.col("offset").alias("kafka_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+        F.from_json(raw_value, RAW_JSON_SCHEMA, _JSON_OPTIONS).alias("_json"),
+    ).select(
+        "raw_value",
+        "raw_key",
+        *_KAFKA_COLUMNS,
+        # A value that is not a JSON object gives a null struct (empty input) or one with only
+        # the corrupt-record text set (anything else, including the literal `null`).
+        (F.col("_json").isNull() | F.col(f"_json.{CORRUPT_RECORD_COLUMN}").isNotNull()).alias(
+            "_malformed"
+        ),
+        *json_fields,
+    )
+
+
+def _text(name: str) -> Column:
+    return F.col(_TEXT[name])
+
+
+def classify(parsed: DataFrame) -> DataFrame:
+    """Typed measure columns and `reason`: the first failing check, null for a valid row."""
+    period = _text("period").try_cast("int")
+    value = _text("value").try_cast("double")
+    date_text = _text("measure_date")
+    measure_date = F.when(date_text.rlike(_DATE_PATTERN), F.try_to_date(date_text, "yyyy-MM-dd"))
+    ts = F.when(_text("ts").rlike(_TS_PATTERN), _text("ts").try_cast("timestamp"))
+
+    missing = F.lit(False)
+    for name in FIELDS:
+        missing = missing | _text(name).isNull() | (F.trim(_text(name)) == "")
+    bad_value = (
+        value.isNull() | F.isnan(value) | (value < 0) | value.isin(float("inf"), float("-inf"))
+    )
+    failed: dict[Reason, Column] = {
+        Reason.MALFORMED_JSON: F.col("_malformed"),
+        Reason.MISSING_FIELD: missing,
+        Reason.PERIOD_OUT_OF_RANGE: period.isNull() | ~period.between(PERIODS[0], PERIODS[-1]),
+        Reason.INVALID_VALUE: bad_value,
+        Reason.UNKNOWN_MAGNITUDE: ~_text("magnitude").isin(*MAGNITUDES),
+        Reason.INVALID_DATE: measure_date.isNull(),
+        Reason.INVALID_TS: ts.isNull(),
+    }
+    first, *others = REASONS
+    reason = F.when(failed[first], F.lit(first.value))
+    for name in others:
+        reason = reason.when(failed[name], F.lit(name.value))
+
+    return parsed.select(
+        _text("meter").alias("meter"),
+        measure_date.alias("measure_date"),
+        period.alias("period"),
+        _text("magnitude").alias("magnitude"),
+        value.alias("value"),
+        ts.alias("ts"),
+        "raw_value",
+        "raw_key",
+        *_KAFKA_COLUMNS,
+        F.current_timestamp().alias("ingested_at"),
+        reason.alias("reason"),
+    )
+
+
+def split_classified(classified: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(valid rows as VALID_COLUMNS, rejected rows as QUARANTINE_COLUMNS)."""
+    valid = classified.where(F.col("reason").isNull()).select(*VALID_COLUMNS)
+    invalid = classified.where(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS)
+    return valid, invalid
+
+
+def split_valid_invalid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
+    return split_classified(classify(parsed))
+
+
+def dedupe_latest(valid: DataFrame) -> DataFrame:
+    """One row per (meter, measure_date, period, magnitude): the newest ts; on equal ts the highest
+    Kafka partition, then the highest offset (the message the broker accepted last)."""
+    # max over a struct compares field by field: a hash aggregate, cheaper than a sorted window.
+    ordered = ["ts", "kafka_partition", "kafka_offset"]
+    rest = [c for c in VALID_COLUMNS if c not in ordered and c not in MEASURE_KEY_COLUMNS]
+    latest = F.max(F.struct(*ordered, *rest)).alias("_latest")
+    return (
+        valid.groupBy(*MEASURE_KEY_COLUMNS)
+        .agg(latest)
+        .select(*MEASURE_KEY_COLUMNS, "_latest.*")
+        .select(*VALID_COLUMNS)
+    )
+
+
+def process(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Kafka rows → (valid measures, one per key, newest ts; quarantined messages)."""
+    valid, invalid = split_valid_invalid(parse(raw))
+    return dedupe_latest(valid), invalid
+
+
+def observe_exprs() -> list[Column]:
+    """Aggregates for `classified.observe(OBSERVATION, *observe_exprs())`: total rows, valid rows,
+    rejected rows per reason (one key per `Reason` value, 0 when none) and the newest valid ts
+    in epoch seconds (null when the batch has no valid row)."""
+    reason = F.col("reason")
+    return [
+        F.count(F.lit(1)).alias(OBSERVED_ROWS),
+        F.count_if(reason.isNull()).alias(OBSERVED_VALID),
+        *(F.count_if(reason == r.value).alias(r.value) for r in REASONS),
+        (F.max(F.when(reason.isNull(), F.unix_micros("ts"))) / 1e6).alias(OBSERVED_NEWEST_TS),
+    ]

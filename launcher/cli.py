@@ -1,0 +1,455 @@
+"""`vigia-stack`: Vigía without Docker (its processes, plus Prometheus and Alertmanager)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common.logs import setup_logging
+from launcher import plan
+from launcher.prometheus_config import localize
+from launcher.supervisor import run
+
+log = logging.getLogger("vigia-stack")
+
+REPO_PROMETHEUS_DIR = Path(__file__).resolve().parent.parent / "prometheus"
+# Writes alertmanager.yml's webhook URLs from files (prometheus/ owns it; compose runs it too).
+RENDER_SCRIPT = "render-alertmanager-config.sh"
+
+DESCRIPTION = """\
+Start the Vigía processes against an existing Kafka cluster, without Docker: the exporter, the
+ingest job, the Dash app, optionally the HES simulator, and Prometheus and Alertmanager with the
+repository's config when their binaries are installed. Output is shown with a name prefix and also
+written to RUN_DIR/logs/<component>.log. Ctrl-C or SIGTERM stops every process (SIGKILL after
+--stop-timeout); if any process exits, the others are stopped too."""
+
+EPILOG = """\
+components:
+  exporter      vigia-exporter, /metrics /healthz                       (default port 9308)
+  ingest        vigia-ingest run, Parquet + checkpoints in RUN_DIR      (metrics port 9310)
+  simulator     vigia-simulate live: writes test traffic to `measure`   (metrics port 9311)
+                (not started unless asked for: --with simulator)
+  dashboard     vigia-dashboard, the Dash app                           (port 8050)
+  prometheus    `prometheus` on PATH, RUN_DIR/prometheus/prometheus.yml (port 9090)
+  alertmanager  `alertmanager` or `prometheus-alertmanager` on PATH     (port 9093)
+  Prometheus and Alertmanager are skipped, with a warning, when not installed
+  (unless named in --only/--with, which then fails).
+
+run directory (--run-dir):
+  logs/<component>.log        each process's output
+  data/parquet/{measures,quarantine}, checkpoints/ingest    ingest output and Spark state
+  data/prometheus, data/alertmanager                         TSDB and silences
+  prometheus/prometheus.yml   the repository's prometheus.yml and targets/*.json with compose
+                              service names replaced by local addresses (targets of components
+                              not running here are dropped; broker JMX targets become
+                              --jmx-target); rule files are used in place
+  alertmanager/alertmanager.yml   alertmanager.yml with the webhook URLs from
+                              --alertmanager-{pager,ticket}-url-file (mode 0600)
+  Procfile                    the exact commands, runnable with `honcho -f RUN_DIR/Procfile start`
+
+environment:
+  Every flag above has the environment variable shown in its help; flags win. Everything else
+  reaches the components through their own VIGIA_* variables, which are passed on unchanged
+  (e.g. VIGIA_KAFKA_OPTIONS for SASL/SSL, VIGIA_PROBE_TOPIC, VIGIA_SIMULATE_RATE).
+
+exit status:
+  2 for invalid configuration (one line says why); 130 after Ctrl-C, 143 after SIGTERM;
+  otherwise the exit code of the first process that stopped.
+
+examples:
+  vigia-stack --bootstrap-servers broker1:9092,broker2:9092
+  vigia-stack --bootstrap-servers localhost:19092 --with simulator
+  vigia-stack --only exporter,prometheus --jmx-target broker1:9404 --jmx-target broker2:9404
+  VIGIA_KAFKA_OPTIONS=security.protocol=SASL_SSL,sasl.mechanism=PLAIN vigia-stack --without ingest
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line and exit code 2, like every Vigía console script."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (1-65535)")
+    return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{seconds} is negative")
+    return seconds
+
+
+def _list(text: str) -> list[str]:
+    return [item for item in text.replace(",", " ").split() if item]
+
+
+# Repeatable flags whose environment variable applies only when the flag is not given at all
+# (argparse's `append` would add flag values to a non-empty default instead of replacing it).
+LIST_ENV = {
+    "jmx_target": "VIGIA_STACK_JMX_TARGETS",
+    "only": "VIGIA_STACK_ONLY",
+    "without": "VIGIA_STACK_WITHOUT",
+    "with_": "VIGIA_STACK_WITH",
+}
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    for dest, env in LIST_ENV.items():
+        if not getattr(args, dest):
+            setattr(args, dest, _list(_env(env)))
+    return args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="vigia-stack",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kafka = p.add_argument_group("Kafka")
+    kafka.add_argument(
+        "--bootstrap-servers",
+        default=_env("VIGIA_KAFKA_BOOTSTRAP_SERVERS"),
+        help="host:port list of the cluster (env VIGIA_KAFKA_BOOTSTRAP_SERVERS); "
+        "needed by exporter, ingest and simulator",
+    )
+    kafka.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka setting passed to exporter, ingest and simulator, repeatable "
+        "(env VIGIA_KAFKA_OPTIONS is read by the components themselves)",
+    )
+    kafka.add_argument(
+        "--jmx-target",
+        action="append",
+        default=[],
+        metavar="ID=HOST:PORT",
+        help="the JMX exporter agent of the broker with node id ID, for Prometheus to scrape; "
+        "repeatable (env VIGIA_STACK_JMX_TARGETS, comma-separated); without any, the broker "
+        "JMX job is left out",
+    )
+
+    pick = p.add_argument_group("components")
+    pick.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="run exactly these components (comma-separated, repeatable; env VIGIA_STACK_ONLY)",
+    )
+    pick.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="leave these components out (env VIGIA_STACK_WITHOUT)",
+    )
+    pick.add_argument(
+        "--with",
+        dest="with_",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="add components to the default set, e.g. simulator (env VIGIA_STACK_WITH)",
+    )
+
+    net = p.add_argument_group("addresses and ports")
+    net.add_argument(
+        "--listen-address",
+        default=_env("VIGIA_STACK_LISTEN_ADDRESS", "127.0.0.1"),
+        help="address every server binds (env VIGIA_STACK_LISTEN_ADDRESS; default %(default)s)",
+    )
+    for component, env, default in (
+        ("exporter", "VIGIA_EXPORTER_PORT", 9308),
+        ("ingest-metrics", "VIGIA_INGEST_METRICS_PORT", 9310),
+        ("simulator-metrics", "VIGIA_SIMULATE_METRICS_PORT", 9311),
+        ("dashboard", "VIGIA_DASHBOARD_PORT", 8050),
+        ("prometheus", "VIGIA_STACK_PROMETHEUS_PORT", 9090),
+        ("alertmanager", "VIGIA_STACK_ALERTMANAGER_PORT", 9093),
+    ):
+        net.add_argument(
+            f"--{component}-port",
+            type=_port,
+            default=_env(env, str(default)),
+            metavar="PORT",
+            help=f"(env {env}; default {default})",
+        )
+
+    files = p.add_argument_group("files and binaries")
+    files.add_argument(
+        "--run-dir",
+        type=Path,
+        default=Path(_env("VIGIA_STACK_RUN_DIR", "var/vigia-stack")),
+        help="logs, data, checkpoints and generated config (env VIGIA_STACK_RUN_DIR; "
+        "default %(default)s)",
+    )
+    files.add_argument(
+        "--config-dir",
+        type=Path,
+        default=Path(_env("VIGIA_STACK_CONFIG_DIR", str(REPO_PROMETHEUS_DIR))),
+        help="directory with prometheus.yml, rules/ and alertmanager.yml "
+        "(env VIGIA_STACK_CONFIG_DIR; default: the repository's prometheus/)",
+    )
+    for receiver in ("pager", "ticket"):
+        env = f"VIGIA_ALERTMANAGER_{receiver.upper()}_URL_FILE"
+        files.add_argument(
+            f"--alertmanager-{receiver}-url-file",
+            default=_env(env),
+            metavar="FILE",
+            help=f"file holding the `{receiver}` receiver's webhook URL (env {env}); without it "
+            "the receiver keeps its placeholder URL and cannot deliver",
+        )
+    files.add_argument(
+        "--prometheus-binary",
+        default=_env("VIGIA_STACK_PROMETHEUS_BINARY") or shutil.which("prometheus"),
+        help="(env VIGIA_STACK_PROMETHEUS_BINARY; default: `prometheus` on PATH)",
+    )
+    files.add_argument(
+        "--alertmanager-binary",
+        default=_env("VIGIA_STACK_ALERTMANAGER_BINARY")
+        or shutil.which("alertmanager")
+        or shutil.which("prometheus-alertmanager"),
+        help="(env VIGIA_STACK_ALERTMANAGER_BINARY; default: `alertmanager` or Debian's "
+        "`prometheus-alertmanager` on PATH)",
+    )
+
+    run = p.add_argument_group("running")
+    run.add_argument(
+        "--stop-timeout",
+        type=_seconds,
+        default=_env("VIGIA_STACK_STOP_TIMEOUT", "10"),
+        metavar="SECONDS",
+        help="after SIGTERM, wait this long before SIGKILL (env VIGIA_STACK_STOP_TIMEOUT; "
+        "default %(default)s)",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write the run directory's config and Procfile, print the Procfile, start nothing",
+    )
+    run.add_argument(
+        "--log-level",
+        default=_env("VIGIA_LOG_LEVEL", "INFO"),
+        help="launcher log level (env VIGIA_LOG_LEVEL; default %(default)s)",
+    )
+    return p
+
+
+def _settings(args: argparse.Namespace) -> plan.Settings:
+    run_dir: Path = args.run_dir.resolve()
+    return plan.Settings(
+        bootstrap_servers=args.bootstrap_servers.strip(),
+        kafka_options=tuple(args.kafka_option),
+        listen_address=args.listen_address,
+        ports=plan.Ports(
+            exporter=args.exporter_port,
+            ingest=args.ingest_metrics_port,
+            simulator=args.simulator_metrics_port,
+            dashboard=args.dashboard_port,
+            prometheus=args.prometheus_port,
+            alertmanager=args.alertmanager_port,
+        ),
+        run_dir=run_dir,
+        prometheus_config=run_dir / "prometheus" / "prometheus.yml",
+        alertmanager_config=run_dir / "alertmanager" / "alertmanager.yml",
+        prometheus_binary=args.prometheus_binary,
+        alertmanager_binary=args.alertmanager_binary,
+    )
+
+
+def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
+    only, without, with_ = (plan.parse_names(v) for v in (args.only, args.without, args.with_))
+    chosen = plan.choose(only, without, with_)
+    explicit = set(only) | set(with_)
+    needs = {
+        "prometheus": (settings.prometheus_binary, ["prometheus.yml"]),
+        "alertmanager": (settings.alertmanager_binary, ["alertmanager.yml", RENDER_SCRIPT]),
+    }
+    for name, (binary, files) in needs.items():
+        if name not in chosen:
+            continue
+        absent = [str(args.config_dir / f) for f in files if not (args.config_dir / f).is_file()]
+        reason = (
+            f"{name} is not installed (not on PATH)"
+            if not binary
+            else f"{', '.join(absent)} missing"
+            if absent
+            else ""
+        )
+        if reason and name in explicit:
+            raise plan.PlanError(reason)
+        if reason:
+            log.warning("%s: skipping %s", reason, name)
+            chosen.remove(name)
+    if not chosen:
+        raise plan.PlanError("no component left to run")
+    return chosen
+
+
+def _jmx_targets(values: Sequence[str]) -> dict[str, str]:
+    targets: dict[str, str] = {}
+    for value in values:
+        node_id, sep, address = value.partition("=")
+        host, _, port = address.rpartition(":")
+        if not sep or not node_id.strip().isdigit() or not host or not port.isdigit():
+            raise plan.PlanError(f"--jmx-target {value!r} is not ID=HOST:PORT, e.g. 1=kafka1:9404")
+        targets[node_id.strip()] = address.strip()
+    return targets
+
+
+def _check_ports_free(processes: Sequence[plan.Process], address: str) -> None:
+    for process in processes:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((address, process.port))
+            except OSError as e:
+                raise plan.PlanError(
+                    f"{process.name} cannot listen on {address}:{process.port}: {e.strerror}"
+                ) from None
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes shared objects (the source's YAML anchors) out in full: no &id001 aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _read_target_file(path: Path) -> list[dict[str, Any]]:
+    groups = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    return list(groups)
+
+
+def _write_prometheus_config(
+    args: argparse.Namespace,
+    settings: plan.Settings,
+    components: Sequence[str],
+    jmx_targets: dict[str, str],
+) -> None:
+    source_dir = args.config_dir.resolve()
+    source = yaml.safe_load((source_dir / "prometheus.yml").read_text(encoding="utf-8")) or {}
+    out_dir = settings.prometheus_config.parent
+    local = localize(
+        source,
+        source_dir=source_dir,
+        addresses=plan.compose_addresses(settings, components),
+        jmx_targets=jmx_targets,
+        alertmanager=(
+            plan.compose_addresses(settings, ["alertmanager"])["alertmanager"]
+            if "alertmanager" in components
+            else None
+        ),
+        target_dir=out_dir / "targets",
+        read_target_file=_read_target_file,
+    )
+    (out_dir / "targets").mkdir(parents=True, exist_ok=True)
+    for name, groups in local.target_files.items():
+        (out_dir / "targets" / name).write_text(json.dumps(groups, indent=2) + "\n")
+    settings.prometheus_config.write_text(
+        "# Generated by vigia-stack from "
+        f"{source_dir / 'prometheus.yml'}; edits are overwritten.\n"
+        + yaml.dump(local.config, Dumper=_PlainDumper, sort_keys=False),
+        encoding="utf-8",
+    )
+
+
+def _write_alertmanager_config(args: argparse.Namespace, settings: plan.Settings) -> None:
+    """alertmanager.yml with the real webhook URLs, by the prometheus/ render script."""
+    source_dir = args.config_dir.resolve()
+    out = settings.alertmanager_config
+    out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = dict(os.environ)
+    for receiver in ("pager", "ticket"):
+        path = getattr(args, f"alertmanager_{receiver}_url_file")
+        env_name = f"VIGIA_ALERTMANAGER_{receiver.upper()}_URL_FILE"
+        if path:
+            env[env_name] = str(Path(path).resolve())
+        else:
+            env.pop(env_name, None)
+    result = subprocess.run(
+        ["sh", str(source_dir / RENDER_SCRIPT), str(source_dir / "alertmanager.yml"), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = result.stderr.strip().splitlines()
+    if result.returncode != 0:
+        raise plan.PlanError(lines[-1] if lines else f"{RENDER_SCRIPT} failed")
+    for line in lines:
+        log.warning("%s", line)
+    out.chmod(0o600)  # it holds the webhook URLs
+
+
+def _prepare_run_dir(
+    args: argparse.Namespace,
+    settings: plan.Settings,
+    components: Sequence[str],
+    processes: Sequence[plan.Process],
+    jmx_targets: dict[str, str],
+) -> None:
+    for sub in ("logs", "data", "checkpoints", "prometheus"):
+        (settings.run_dir / sub).mkdir(parents=True, exist_ok=True)
+    if "prometheus" in components:
+        _write_prometheus_config(args, settings, components, jmx_targets)
+    if "alertmanager" in components:
+        _write_alertmanager_config(args, settings)
+    (settings.run_dir / "Procfile").write_text(plan.procfile(processes), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.log_level)
+    try:
+        settings = _settings(args)
+        jmx_targets = _jmx_targets(args.jmx_target)
+        components = _components(args, settings)
+        processes = plan.build(settings, components)
+        if not args.dry_run:
+            _check_ports_free(processes, settings.listen_address)
+        _prepare_run_dir(args, settings, components, processes, jmx_targets)
+    except plan.PlanError as e:
+        sys.stderr.write(f"vigia-stack: error: {e}\n")
+        return 2
+    if args.dry_run:
+        sys.stdout.write(plan.procfile(processes))
+        return 0
+    log.info("starting %s; run directory %s", ", ".join(components), settings.run_dir)
+    return run(
+        processes,
+        listen_address=settings.listen_address,
+        log_dir=settings.run_dir / "logs",
+        stop_timeout=args.stop_timeout,
+        output=sys.stdout,
+    )

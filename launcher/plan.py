@@ -1,0 +1,197 @@
+"""What `vigia-stack` runs: the chosen components and the exact command line of each (pure)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Names match the docker-compose.yml services, so the Prometheus config can be rewritten by name.
+COMPONENTS = ("exporter", "ingest", "simulator", "dashboard", "prometheus", "alertmanager")
+# The simulator writes test traffic into `measure`: never into a real cluster unless asked for.
+DEFAULT_COMPONENTS = ("exporter", "ingest", "dashboard", "prometheus", "alertmanager")
+KAFKA_COMPONENTS = frozenset({"exporter", "ingest", "simulator"})
+# Prometheus and Alertmanager are external binaries: a default run skips them when not installed.
+BINARY_COMPONENTS = frozenset({"prometheus", "alertmanager"})
+
+
+class PlanError(ValueError):
+    """Invalid launcher configuration (the CLI exits 2 with this message)."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    exporter: int = 9308
+    ingest: int = 9310
+    simulator: int = 9311
+    dashboard: int = 8050
+    prometheus: int = 9090
+    alertmanager: int = 9093
+
+    def of(self, component: str) -> int:
+        return int(getattr(self, component))
+
+
+@dataclass(frozen=True)
+class Settings:
+    bootstrap_servers: str
+    kafka_options: tuple[str, ...]
+    listen_address: str
+    ports: Ports
+    run_dir: Path
+    prometheus_config: Path  # the generated local prometheus.yml
+    alertmanager_config: Path
+    prometheus_binary: str | None
+    alertmanager_binary: str | None
+
+
+@dataclass(frozen=True)
+class Process:
+    name: str
+    argv: tuple[str, ...]
+    port: int
+    health_path: str  # HTTP path that answers 200 once the process serves
+
+
+def parse_names(values: Iterable[str]) -> list[str]:
+    """`a,b` and repeated flags, validated against COMPONENTS."""
+    names = [n.strip() for value in values for n in value.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(COMPONENTS))
+    if unknown:
+        raise PlanError(
+            f"unknown component(s) {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}"
+        )
+    return names
+
+
+def choose(only: Sequence[str], without: Sequence[str], with_: Sequence[str]) -> list[str]:
+    """Components to run, in COMPONENTS order. --only replaces the default set."""
+    if only and with_:
+        raise PlanError("--only and --with cannot be combined: list everything in --only")
+    chosen = set(only) if only else set(DEFAULT_COMPONENTS) | set(with_)
+    chosen -= set(without)
+    if not chosen:
+        raise PlanError("no component left to run")
+    return [c for c in COMPONENTS if c in chosen]
+
+
+def client_host(listen_address: str) -> str:
+    """Where local clients reach a server bound to `listen_address`."""
+    return "127.0.0.1" if listen_address in ("0.0.0.0", "") else listen_address
+
+
+def url(settings: Settings, component: str) -> str:
+    host = client_host(settings.listen_address)
+    return f"http://{host}:{settings.ports.of(component)}"
+
+
+def compose_addresses(settings: Settings, components: Sequence[str]) -> dict[str, str]:
+    """compose service name -> local host:port, for the components that run here."""
+    host = client_host(settings.listen_address)
+    return {c: f"{host}:{settings.ports.of(c)}" for c in components}
+
+
+def build(settings: Settings, components: Sequence[str]) -> list[Process]:
+    if KAFKA_COMPONENTS.intersection(components) and not settings.bootstrap_servers:
+        raise PlanError(
+            "no Kafka bootstrap servers: give --bootstrap-servers or VIGIA_KAFKA_BOOTSTRAP_SERVERS"
+        )
+    ports = [settings.ports.of(c) for c in components]
+    if len(set(ports)) != len(ports):
+        raise PlanError(f"two components share a port: {dict(zip(components, ports, strict=True))}")
+    return [_process(settings, c) for c in components]
+
+
+def _kafka(settings: Settings) -> tuple[str, ...]:
+    args: tuple[str, ...] = ("--bootstrap-servers", settings.bootstrap_servers)
+    for option in settings.kafka_options:
+        args += ("--kafka-option", option)
+    return args
+
+
+def _process(s: Settings, name: str) -> Process:
+    address, port, data = s.listen_address, str(s.ports.of(name)), s.run_dir / "data"
+    argv: tuple[str, ...]
+    health = "/metrics"
+    if name == "exporter":
+        argv = ("vigia-exporter", *_kafka(s), "--listen-address", address, "--port", port)
+        health = "/healthz"
+    elif name == "ingest":
+        argv = (
+            "vigia-ingest",
+            "run",
+            *_kafka(s),
+            "--output",
+            str(data / "parquet" / "measures"),
+            "--quarantine",
+            str(data / "parquet" / "quarantine"),
+            "--checkpoint",
+            str(s.run_dir / "checkpoints" / "ingest"),
+            "--metrics-address",
+            address,
+            "--metrics-port",
+            port,
+        )
+    elif name == "simulator":
+        argv = (
+            "vigia-simulate",
+            "live",
+            *_kafka(s),
+            "--metrics-address",
+            address,
+            "--metrics-port",
+            port,
+        )
+    elif name == "dashboard":
+        argv = (
+            "vigia-dashboard",
+            "--prometheus-url",
+            url(s, "prometheus"),
+            "--exporter-url",
+            url(s, "exporter"),
+            "--alertmanager-url",
+            url(s, "alertmanager"),
+            "--listen-address",
+            address,
+            "--port",
+            port,
+        )
+        health = "/healthz"
+    elif name == "prometheus":
+        argv = (
+            _binary(s.prometheus_binary, name),
+            f"--config.file={s.prometheus_config}",
+            f"--storage.tsdb.path={data / 'prometheus'}",
+            f"--web.listen-address={address}:{port}",
+        )
+        health = "/-/ready"
+    elif name == "alertmanager":
+        argv = (
+            _binary(s.alertmanager_binary, name),
+            f"--config.file={s.alertmanager_config}",
+            f"--storage.path={data / 'alertmanager'}",
+            f"--web.listen-address={address}:{port}",
+            # A single instance: no gossip listener (it would take port 9094) and no peers.
+            "--cluster.listen-address=",
+        )
+        health = "/-/ready"
+    else:  # pragma: no cover - parse_names rejects anything else
+        raise PlanError(f"unknown component {name}")
+    return Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
+
+
+def _binary(path: str | None, name: str) -> str:
+    if not path:
+        raise PlanError(f"{name} is not installed (not on PATH); install it or leave it out")
+    return path
+
+
+def command_line(process: Process) -> str:
+    """Shell command for honcho (it runs /bin/sh -c): exec, so signals reach the program itself."""
+    return f"exec {shlex.join(process.argv)}"
+
+
+def procfile(processes: Sequence[Process]) -> str:
+    """Procfile text (honcho/foreman format) for the planned processes."""
+    return "".join(f"{p.name}: {command_line(p)}\n" for p in processes)

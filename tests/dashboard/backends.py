@@ -1,0 +1,217 @@
+"""Real backends on loopback for the dashboard's browser tests.
+
+- Prometheus (Debian binary) on a tsdb backfilled with `promtool tsdb create-blocks-from openmetrics`
+  from the recordings, shifted so they end a few seconds ago.
+- The exporter's /api/v1/cluster: a loopback HTTP server serving `replay()`'s cluster JSON (what the
+  real exporter pipeline builds from the recordings), switchable between scenarios.
+- Alertmanager (Debian binary `prometheus-alertmanager`), with alerts posted to its API.
+Every process is stopped by its own handle.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.conftest import free_port
+from tests.dashboard.recorded import cluster_json, openmetrics_history, time_span
+
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} not ready after {timeout:g} s")
+
+
+class Process:
+    """A subprocess with its log file; `stop` terminates exactly this PID."""
+
+    def __init__(self, args: list[str], log_path: Path) -> None:
+        self.args = args
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
+
+
+class BackfilledPrometheus:
+    """Prometheus holding the recorded history, ending `end_ago` seconds before start-up."""
+
+    def __init__(self, workdir: Path, end_ago: float = 20.0) -> None:
+        assert PROMETHEUS and PROMTOOL, "prometheus and promtool binaries are required"
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        _, last = time_span()
+        self.shift = time.time() - end_ago - last
+        tsdb = workdir / "tsdb"
+        source = workdir / "history.om"
+        source.write_text(openmetrics_history(self.shift), encoding="utf-8")
+        subprocess.run(
+            [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(source), str(tsdb)],
+            check=True,
+            capture_output=True,
+        )
+        config = workdir / "prometheus.yml"
+        config.write_text("global:\n  scrape_interval: 15s\n", encoding="utf-8")
+        self.process = Process(
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tsdb}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--storage.tsdb.retention.time=30d",
+                "--log.level=warn",
+            ],
+            workdir / "prometheus.log",
+        )
+
+    def start(self) -> None:
+        self.process.start()
+        try:
+            wait_until(
+                lambda: httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200,
+                30,
+                "Prometheus",
+            )
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{self.process.log_tail()}") from exc
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        body = httpx.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=5).json()
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+
+class ClusterJsonServer:
+    """Serves a recorded scenario at /api/v1/cluster, as `vigia-exporter` would."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.scenario = "healthy"
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def body(self) -> bytes:
+        # Re-stamped to now: the recordings are hours old, and the dashboard flags stale data.
+        return json.dumps(cluster_json(self.scenario, collected_at=time.time() - 5)).encode()
+
+    def start(self) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 — http.server's naming
+                if self.path.split("?")[0] != "/api/v1/cluster":
+                    self.send_error(404)
+                    return
+                payload = outer.body()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class RealAlertmanager:
+    def __init__(self, workdir: Path) -> None:
+        assert ALERTMANAGER, "prometheus-alertmanager binary is required"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = workdir / "alertmanager.yml"
+        config.write_text(
+            "route:\n  receiver: blackhole\nreceivers:\n  - name: blackhole\n", encoding="utf-8"
+        )
+        storage = workdir / "alertmanager"
+        storage.mkdir(exist_ok=True)
+        self.process = Process(
+            [
+                ALERTMANAGER,
+                f"--config.file={config}",
+                f"--storage.path={storage}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--cluster.listen-address=",
+                "--log.level=warn",
+            ],
+            workdir / "alertmanager.log",
+        )
+
+    def start(self) -> None:
+        self.process.start()
+        try:
+            wait_until(
+                lambda: httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200,
+                30,
+                "Alertmanager",
+            )
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{self.process.log_tail()}") from exc
+
+    def fire(self, name: str, severity: str, summary: str) -> None:
+        alert = {
+            "labels": {"alertname": name, "severity": severity, "cluster": "smartmeter"},
+            "annotations": {"summary": summary},
+        }
+        httpx.post(f"{self.url}/api/v2/alerts", json=[alert], timeout=5).raise_for_status()
+        wait_until(
+            lambda: any(
+                a["labels"]["alertname"] == name
+                for a in httpx.get(f"{self.url}/api/v2/alerts", timeout=1).json()
+            ),
+            10,
+            f"alert {name}",
+        )
+
+    def stop(self) -> None:
+        self.process.stop()

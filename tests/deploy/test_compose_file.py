@@ -1,0 +1,392 @@
+"""docker-compose.yml checked by construction (there is no Docker daemon to run it)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.deploy.compose import (
+    COMPOSE_FILE,
+    REPO,
+    MissingVariable,
+    bind_sources,
+    defaults_used,
+    env_example,
+    published_ports,
+    raw,
+    resolved,
+    variables_used,
+)
+
+# The two variables compose refuses to run without; .env.example leaves them empty on purpose.
+REQUIRED = {"GRAFANA_ADMIN_PASSWORD": "not-admin", "JMX_EXPORTER_SHA256": "0" * 64}
+DEFAULTS = {k: v for k, v in env_example().items() if v} | REQUIRED
+SERVICES: dict[str, dict[str, Any]] = resolved(DEFAULTS)["services"]
+RAW_SERVICES: dict[str, dict[str, Any]] = raw()["services"]
+PROJECT_SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+PROMETHEUS_DIR = REPO / "prometheus"
+
+# Where Vigía components listen unless compose sets the flag or variable (docs/development.md).
+COMPONENT_PORTS = {
+    "vigia-exporter": ("--port", "VIGIA_EXPORTER_PORT", 9308),
+    "vigia-ingest": ("--metrics-port", "VIGIA_INGEST_METRICS_PORT", 9310),
+    "vigia-simulate": ("--metrics-port", "VIGIA_SIMULATE_METRICS_PORT", 9311),
+    "vigia-dashboard": ("--port", "VIGIA_DASHBOARD_PORT", 8050),
+}
+BIND_ADDRESS = {
+    "vigia-exporter": ("--listen-address", "VIGIA_EXPORTER_LISTEN_ADDRESS"),
+    "vigia-ingest": ("--metrics-address", "VIGIA_INGEST_METRICS_ADDRESS"),
+    "vigia-simulate": ("--metrics-address", "VIGIA_SIMULATE_METRICS_ADDRESS"),
+    "vigia-dashboard": ("--listen-address", "VIGIA_DASHBOARD_LISTEN_ADDRESS"),
+}
+
+
+def command(service: dict[str, Any]) -> list[str]:
+    cmd = service.get("command", [])
+    return cmd.split() if isinstance(cmd, str) else [str(c) for c in cmd]
+
+
+def project_services() -> dict[str, dict[str, Any]]:
+    return {n: s for n, s in SERVICES.items() if command(s) and command(s)[0] in PROJECT_SCRIPTS}
+
+
+def flag_value(argv: list[str], flag: str) -> str | None:
+    for i, token in enumerate(argv):
+        if token == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if token.startswith(flag + "="):
+            return token.split("=", 1)[1]
+    return None
+
+
+def dockerfile_env(path: Path) -> dict[str, str]:
+    """ENV defaults of a Dockerfile (`ENV A=1 \\ B=2` form)."""
+    text = path.read_text().replace("\\\n", " ")
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("ENV "):
+            out.update(pair.split("=", 1) for pair in line[4:].split() if "=" in pair)
+    return out
+
+
+def listening_ports(name: str, service: dict[str, Any]) -> set[int]:
+    """The container ports a service's own configuration makes it listen on."""
+    env = {k: str(v) for k, v in (service.get("environment") or {}).items()}
+    argv = command(service)
+    if "KAFKA_LISTENERS" in env:
+        dockerfile = REPO / service["build"]["context"] / service["build"]["dockerfile"]
+        jmx_port = env.get("JMX_EXPORTER_PORT") or dockerfile_env(dockerfile)["JMX_EXPORTER_PORT"]
+        return {int(p) for p in re.findall(r":(\d+)", env["KAFKA_LISTENERS"])} | {int(jmx_port)}
+    if argv and argv[0] in COMPONENT_PORTS:
+        flag, variable, default = COMPONENT_PORTS[argv[0]]
+        return {int(flag_value(argv, flag) or env.get(variable) or default)}
+    listen = flag_value(argv, "--web.listen-address")
+    if listen:
+        return {int(listen.rsplit(":", 1)[1])}
+    if str(service.get("image", "")).startswith("grafana/grafana:"):
+        return {int(env.get("GF_SERVER_HTTP_PORT", 3000))}
+    return set()
+
+
+@functools.cache
+def help_text(*argv: str) -> str:
+    script = shutil.which(argv[0])
+    assert script, f"{argv[0]} is not installed (pip install -e '.[all]')"
+    result = subprocess.run(
+        [script, *argv[1:], "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, f"{' '.join(argv)} --help failed: {result.stderr[-500:]}"
+    return result.stdout
+
+
+def test_validates_against_the_compose_specification_schema() -> None:
+    schema_file = resources.files("check_jsonschema.builtin_schemas.vendor") / "compose-spec.json"
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    for label, document in (("as written", raw()), ("interpolated", resolved(DEFAULTS))):
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(document)]
+        assert not errors, f"{label}: {errors}"
+
+
+def test_every_image_is_pinned_to_a_version() -> None:
+    pinned = re.compile(r"^[\w./-]+:(?!latest$)[\w.-]*\d[\w.-]*$")
+    for name, service in SERVICES.items():
+        assert "image" in service, f"{name} has no image (a build needs a versioned tag too)"
+        assert pinned.match(service["image"]), f"{name}: {service['image']} is not pinned"
+
+
+def test_dockerfile_base_images_are_pinned() -> None:
+    for dockerfile in sorted((REPO / "docker").glob("*/Dockerfile")):
+        text = dockerfile.read_text()
+        args = dict(re.findall(r"^ARG (\w+)=(\S+)$", text, re.M))
+        bases = re.findall(r"^FROM (\S+)", text, re.M)
+        assert bases, dockerfile
+        for base in bases:
+            image = re.sub(r"\$\{(\w+)\}", lambda m, args=args: args[m.group(1)], base)
+            assert re.match(r"^[\w./-]+:[\w.-]*\d[\w.-]*$", image), f"{dockerfile}: FROM {image}"
+
+
+def test_build_contexts_and_dockerfiles_exist() -> None:
+    builds = {n: s["build"] for n, s in SERVICES.items() if "build" in s}
+    assert set(builds) >= {"kafka-1", "kafka-2", "kafka-3", "exporter", "ingest"}
+    for name, build in builds.items():
+        context = REPO / build["context"]
+        assert context.is_dir(), f"{name}: build context {context} is missing"
+        assert (context / build.get("dockerfile", "Dockerfile")).is_file(), name
+        for source in re.findall(
+            r"^(?:COPY|ADD) (?!--from)(?:--\S+ )*(\S+) ",
+            (context / build.get("dockerfile", "Dockerfile")).read_text(),
+            re.M,
+        ):
+            if "://" not in source and "$" not in source:
+                assert (context / source).exists(), f"{name}: COPY source {source} is missing"
+
+
+def test_every_mounted_path_and_secret_file_exists() -> None:
+    mounts = [(n, src) for n, s in SERVICES.items() for src, _ in bind_sources(s)]
+    assert len(mounts) >= 8
+    for name, source in mounts:
+        assert (REPO / source).exists(), f"{name} mounts {source}, which does not exist"
+    for name, secret in resolved(DEFAULTS).get("secrets", {}).items():
+        assert (REPO / secret["file"]).is_file(), f"secret {name}: {secret['file']} is missing"
+
+
+def test_published_host_ports_are_unique_and_private_by_default() -> None:
+    published = [(n, *p) for n, s in SERVICES.items() for p in published_ports(s)]
+    host_ports = [port for _, _, port, _ in published]
+    assert len(host_ports) == len(set(host_ports)), sorted(host_ports)
+    assert {address for _, address, _, _ in published} == {"127.0.0.1"}
+    # Every published port is configurable through .env.
+    for name, service in RAW_SERVICES.items():
+        for entry in service.get("ports", []):
+            assert re.fullmatch(r"\$\{PUBLISH_ADDRESS:-127\.0\.0\.1\}:\$\{\w+:-\d+\}:\d+", entry), (
+                name,
+                entry,
+            )
+
+
+def test_expose_lists_exactly_the_ports_each_service_listens_on() -> None:
+    for name, service in SERVICES.items():
+        listening = listening_ports(name, service)
+        assert {int(p) for p in service.get("expose", [])} == listening, name
+        for _, _, container_port in published_ports(service):
+            assert container_port in listening, f"{name} publishes {container_port}"
+
+
+def _scrape_targets() -> list[tuple[str, str]]:
+    """(job, host:port) of every Prometheus target, static or file_sd, and of Alertmanager."""
+    config = yaml.safe_load((PROMETHEUS_DIR / "prometheus.yml").read_text())
+    jobs = [(j["job_name"], j) for j in config["scrape_configs"]]
+    jobs += [("alertmanagers", am) for am in config.get("alerting", {}).get("alertmanagers", [])]
+    out = []
+    for job, section in jobs:
+        groups = list(section.get("static_configs", []))
+        for sd in section.get("file_sd_configs", []):
+            for pattern in sd["files"]:
+                files = sorted(PROMETHEUS_DIR.glob(pattern))
+                assert files, f"{job}: no file matches {pattern}"
+                for path in files:
+                    groups += yaml.safe_load(path.read_text())
+        assert groups, f"job {job} has no targets"
+        out += [(job, target) for group in groups for target in group["targets"]]
+    return out
+
+
+def test_every_scrape_target_is_a_compose_service_on_a_port_it_listens_on() -> None:
+    targets = _scrape_targets()
+    hosts = {target.split(":")[0] for _, target in targets}
+    assert hosts >= {"kafka-1", "kafka-2", "kafka-3", "exporter", "ingest", "simulator"}
+    for job, target in targets:
+        host, port = target.rsplit(":", 1)
+        assert host in SERVICES, f"{job}: {target} is not a compose service"
+        assert int(port) in listening_ports(host, SERVICES[host]), f"{job}: {target}"
+
+
+def test_grafana_datasource_and_dashboards_point_inside_the_stack() -> None:
+    grafana = SERVICES["grafana"]
+    mounts = dict(bind_sources(grafana))
+    provisioning = REPO / "grafana" / "provisioning"
+    datasources = [
+        ds
+        for path in sorted((provisioning / "datasources").glob("*.y*ml"))
+        for ds in yaml.safe_load(path.read_text()).get("datasources", [])
+    ]
+    assert datasources, "grafana/provisioning/datasources/ has no datasource"
+    for ds in datasources:
+        host, port = re.match(r"https?://([^:/]+):(\d+)", ds["url"]).groups()  # type: ignore[union-attr]
+        assert int(port) in listening_ports(host, SERVICES[host]), ds["url"]
+    providers = [
+        p
+        for path in sorted((provisioning / "dashboards").glob("*.y*ml"))
+        for p in yaml.safe_load(path.read_text()).get("providers", [])
+    ]
+    assert providers, "grafana/provisioning/dashboards/ has no provider"
+    for provider in providers:
+        path = provider["options"]["path"]
+        assert any(path.startswith(target) for target in mounts.values()), path
+    assert list((REPO / "grafana" / "dashboards").rglob("*.json")), "no Grafana board JSON"
+
+
+def test_project_commands_are_console_scripts_with_valid_flags() -> None:
+    services = project_services()
+    assert set(services) == {"simulator", "ingest", "exporter", "dashboard"}
+    for name, service in services.items():
+        argv = command(service)
+        subcommand = [argv[1]] if len(argv) > 1 and not argv[1].startswith("-") else []
+        text = help_text(argv[0], *subcommand)
+        for token in argv:
+            if token.startswith("--"):
+                assert token.split("=")[0] in text, f"{name}: {token} not in --help"
+        # The image is the same for all, and every one is the project's.
+        assert service["image"] == SERVICES["exporter"]["image"], name
+
+
+def test_project_environment_is_documented() -> None:
+    documented = env_example()
+    for name, service in project_services().items():
+        argv = command(service)
+        subcommand = [argv[1]] if len(argv) > 1 and not argv[1].startswith("-") else []
+        text = help_text(argv[0], *subcommand)
+        for variable in service.get("environment", {}):
+            assert variable in text or variable in documented, f"{name}: {variable}"
+
+
+def test_project_services_listen_on_all_interfaces_inside_containers() -> None:
+    for name, service in project_services().items():
+        argv = command(service)
+        flag, variable = BIND_ADDRESS[argv[0]]
+        address = flag_value(argv, flag) or service["environment"].get(variable)
+        assert address == "0.0.0.0", name
+
+
+def test_dependencies_wait_for_health_or_completion() -> None:
+    for name, service in SERVICES.items():
+        depends = service.get("depends_on", {})
+        assert isinstance(depends, dict), f"{name}: depends_on needs conditions"
+        for dependency, spec in depends.items():
+            target = SERVICES[dependency]
+            if spec["condition"] == "service_healthy":
+                assert target.get("healthcheck", {}).get("test"), f"{dependency} has no healthcheck"
+            else:
+                assert spec["condition"] == "service_completed_successfully", (name, dependency)
+                assert target.get("restart") == "no", f"{dependency} is not a one-shot"
+
+
+def test_long_running_services_restart_have_memory_limits_and_healthchecks() -> None:
+    units = {"k": 2**10, "m": 2**20, "g": 2**30}
+    total = 0
+    for name, service in SERVICES.items():
+        limit = str(service["mem_limit"])
+        total += int(limit[:-1]) * units[limit[-1].lower()]
+        if service.get("restart") != "no":
+            assert service.get("restart") == "unless-stopped", name
+            assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+    # Room left on a 16 GB laptop for the OS, a browser and an IDE.
+    assert total <= 10 * 2**30, total / 2**30
+
+
+def test_every_compose_variable_is_documented_in_env_example() -> None:
+    used = variables_used(COMPOSE_FILE.read_text())
+    documented = env_example()
+    assert used - set(documented) == set()
+    assert set(documented) - used == set(), "documented but unused"
+    # A commented-out line shows the default compose falls back to.
+    for variable, defaults in defaults_used(COMPOSE_FILE.read_text()).items():
+        assert defaults == {documented[variable]}, variable
+    for variable in REQUIRED:
+        assert variable in documented and documented[variable] == "", variable
+        with pytest.raises(MissingVariable):
+            resolved({k: v for k, v in DEFAULTS.items() if k != variable})
+
+
+def test_grafana_has_no_default_admin_password_and_optional_anonymous_viewing() -> None:
+    env = RAW_SERVICES["grafana"]["environment"]
+    assert env["GF_SECURITY_ADMIN_PASSWORD"].startswith("${GRAFANA_ADMIN_PASSWORD:?")
+    assert SERVICES["grafana"]["environment"]["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert SERVICES["grafana"]["environment"]["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"
+
+
+def test_three_combined_kraft_nodes_with_rf3_and_min_isr2() -> None:
+    brokers = {n: s for n, s in SERVICES.items() if "KAFKA_NODE_ID" in s.get("environment", {})}
+    assert sorted(brokers) == ["kafka-1", "kafka-2", "kafka-3"]
+    voters = {f"{s['environment']['KAFKA_NODE_ID']}@{s['hostname']}:9093" for s in brokers.values()}
+    for name, service in brokers.items():
+        env = service["environment"]
+        assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+        assert set(env["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(",")) == voters
+        assert (env["KAFKA_DEFAULT_REPLICATION_FACTOR"], env["KAFKA_MIN_INSYNC_REPLICAS"]) == (3, 2)
+        assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == 3
+        log_volume = next(
+            v.split(":")[0] for v in service["volumes"] if v.split(":")[1] == env["KAFKA_LOG_DIRS"]
+        )
+        assert log_volume in raw()["volumes"], f"{name}: log dir not on a named volume"
+        # The JMX agent's rules: the repo's file, where start-broker.sh looks for it.
+        rules = dockerfile_env(REPO / "docker" / "kafka" / "Dockerfile")["JMX_EXPORTER_CONFIG"]
+        assert ("./prometheus/jmx-kafka.yml", rules) in bind_sources(service)
+        # Clients on the host reach the broker at the address it advertises.
+        [(_, host_port, _)] = published_ports(service)
+        assert env["KAFKA_ADVERTISED_LISTENERS"].endswith(f"EXTERNAL://localhost:{host_port}")
+
+
+def test_init_creates_the_pipeline_topics_idempotently(tmp_path: Path) -> None:
+    init = SERVICES["kafka-init"]
+    calls = tmp_path / "calls"
+    stub = tmp_path / "kafka-topics.sh"
+    stub.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    stub.chmod(0o755)
+    [(script, _)] = bind_sources(init)
+    env = {**{k: str(v) for k, v in init["environment"].items()}, "KAFKA_TOPICS_SH": str(stub)}
+    subprocess.run(["bash", REPO / script], env=env, check=True, timeout=30)
+    creates = [c for c in calls.read_text().splitlines() if "--create" in c]
+    assert all("--if-not-exists" in c for c in creates)
+    assert all(f"--bootstrap-server {env['BOOTSTRAP_SERVERS']}" in c for c in creates)
+    by_topic = {re.search(r"--topic (\S+)", c).group(1): c for c in creates}  # type: ignore[union-attr]
+    assert "--partitions 6 --replication-factor 3" in by_topic["measure"]
+    assert "--replication-factor 3" in by_topic["measure-quarantine"]
+    assert "--replication-factor 3" in by_topic["vigia-probe"]
+    assert init["entrypoint"][-1] == "/opt/vigia/create-topics.sh"
+
+
+def test_broker_image_verifies_a_pinned_jmx_agent_without_inventing_its_checksum() -> None:
+    dockerfile = (REPO / "docker" / "kafka" / "Dockerfile").read_text()
+    assert re.search(r"^ARG KAFKA_VERSION=4\.\d+\.\d+$", dockerfile, re.M)
+    assert re.search(r"^ARG JMX_EXPORTER_VERSION=\d+\.\d+\.\d+$", dockerfile, re.M)
+    assert re.search(r'^ARG JMX_EXPORTER_SHA256=""$', dockerfile, re.M)
+    assert not re.search(r"\b[0-9a-f]{64}\b", dockerfile), "an unverified checksum value"
+    assert "sha256sum -c -" in dockerfile
+    kafka_version = re.search(r"^ARG KAFKA_VERSION=(\S+)$", dockerfile, re.M).group(1)  # type: ignore[union-attr]
+    agent_version = re.search(r"^ARG JMX_EXPORTER_VERSION=(\S+)$", dockerfile, re.M).group(1)  # type: ignore[union-attr]
+    assert SERVICES["kafka-1"]["image"].endswith(f":{kafka_version}-jmx{agent_version}")
+    assert SERVICES["kafka-init"]["image"] == f"apache/kafka:{kafka_version}"
+    assert RAW_SERVICES["kafka-1"]["build"]["args"]["JMX_EXPORTER_SHA256"].startswith(
+        "${JMX_EXPORTER_SHA256:?"
+    )
+
+
+def test_project_image_has_python_a_jre_and_the_extras_the_services_need() -> None:
+    dockerfile = (REPO / "docker" / "vigia" / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11\.\d+-slim-bookworm$", dockerfile, re.M)
+    assert "openjdk-17-jre-headless" in dockerfile
+    extras = set(re.search(r"pip install '\.\[([\w,]+)\]'", dockerfile).group(1).split(","))  # type: ignore[union-attr]
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert extras == {"exporter", "ingest", "dashboard"}
+    assert extras <= set(declared["optional-dependencies"])
+
+
+def test_shell_scripts_parse() -> None:
+    for script, shell in (
+        ("docker/kafka/start-broker.sh", "sh"),
+        ("docker/kafka/create-topics.sh", "bash"),
+    ):
+        subprocess.run([shell, "-n", REPO / script], check=True, timeout=10)

@@ -1,0 +1,243 @@
+"""vigia-stack's choices, command lines and generated Prometheus config (no process started)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from launcher import cli, plan
+from launcher.prometheus_config import LocalConfig, localize, rewrite_groups
+from tests.deploy.compose import REPO, raw
+
+PROMETHEUS_DIR = REPO / "prometheus"
+
+
+def settings(tmp_path: Path, **changes: object) -> plan.Settings:
+    base = plan.Settings(
+        bootstrap_servers="b1:9092,b2:9092",
+        kafka_options=("security.protocol=SASL_SSL",),
+        listen_address="127.0.0.1",
+        ports=plan.Ports(),
+        run_dir=tmp_path,
+        prometheus_config=tmp_path / "prometheus" / "prometheus.yml",
+        alertmanager_config=tmp_path / "alertmanager" / "alertmanager.yml",
+        prometheus_binary="/usr/bin/prometheus",
+        alertmanager_binary="/usr/bin/prometheus-alertmanager",
+    )
+    return plan.Settings(**{**base.__dict__, **changes})  # type: ignore[arg-type]
+
+
+def test_component_names_are_the_compose_service_names() -> None:
+    assert set(plan.COMPONENTS) <= set(raw()["services"])
+
+
+def test_default_set_leaves_the_simulator_out_and_flags_adjust_it() -> None:
+    assert plan.choose([], [], []) == [
+        "exporter",
+        "ingest",
+        "dashboard",
+        "prometheus",
+        "alertmanager",
+    ]
+    assert plan.choose([], ["ingest"], ["simulator"]) == [
+        "exporter",
+        "simulator",
+        "dashboard",
+        "prometheus",
+        "alertmanager",
+    ]
+    assert plan.choose(["dashboard", "exporter"], ["dashboard"], []) == ["exporter"]
+    assert plan.parse_names(["exporter,dashboard", "ingest"]) == ["exporter", "dashboard", "ingest"]
+    with pytest.raises(plan.PlanError, match=r"unknown component.*grafana"):
+        plan.parse_names(["grafana"])
+    with pytest.raises(plan.PlanError, match="cannot be combined"):
+        plan.choose(["exporter"], [], ["simulator"])
+    with pytest.raises(plan.PlanError, match="no component left"):
+        plan.choose(["exporter"], ["exporter"], [])
+
+
+def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
+    s = settings(tmp_path, listen_address="0.0.0.0", ports=plan.Ports(dashboard=18050))
+    processes = {p.name: p for p in plan.build(s, plan.COMPONENTS)}
+    assert processes["exporter"].argv == (
+        "vigia-exporter",
+        "--bootstrap-servers",
+        "b1:9092,b2:9092",
+        "--kafka-option",
+        "security.protocol=SASL_SSL",
+        "--listen-address",
+        "0.0.0.0",
+        "--port",
+        "9308",
+    )
+    ingest = processes["ingest"].argv
+    assert ingest[:2] == ("vigia-ingest", "run")
+    assert ingest[ingest.index("--checkpoint") + 1] == str(tmp_path / "checkpoints" / "ingest")
+    assert ingest[ingest.index("--metrics-port") + 1] == "9310"
+    assert processes["simulator"].argv[:2] == ("vigia-simulate", "live")
+    dashboard = processes["dashboard"].argv
+    # Clients of a server bound to 0.0.0.0 reach it on 127.0.0.1.
+    assert dashboard[dashboard.index("--prometheus-url") + 1] == "http://127.0.0.1:9090"
+    assert dashboard[dashboard.index("--port") + 1] == "18050"
+    assert "--cluster.listen-address=" in processes["alertmanager"].argv
+    assert processes["prometheus"].health_path == "/-/ready"
+    assert plan.procfile([processes["exporter"]]).startswith("exporter: exec vigia-exporter ")
+
+
+def test_invalid_plans_say_why(tmp_path: Path) -> None:
+    with pytest.raises(plan.PlanError, match="bootstrap"):
+        plan.build(settings(tmp_path, bootstrap_servers=""), ["exporter"])
+    # Prometheus and the dashboard need no Kafka.
+    assert len(plan.build(settings(tmp_path, bootstrap_servers=""), ["dashboard"])) == 1
+    with pytest.raises(plan.PlanError, match="share a port"):
+        plan.build(settings(tmp_path, ports=plan.Ports(ingest=9308)), ["exporter", "ingest"])
+    with pytest.raises(plan.PlanError, match="prometheus is not installed"):
+        plan.build(settings(tmp_path, prometheus_binary=None), ["prometheus"])
+
+
+def _local(tmp_path: Path, components: list[str], jmx: dict[str, str]) -> LocalConfig:
+    s = settings(tmp_path, ports=plan.Ports(exporter=19308))
+    return localize(
+        yaml.safe_load((PROMETHEUS_DIR / "prometheus.yml").read_text()),
+        source_dir=PROMETHEUS_DIR,
+        addresses=plan.compose_addresses(s, components),
+        jmx_targets=jmx,
+        alertmanager="127.0.0.1:9093" if "alertmanager" in components else None,
+        target_dir=tmp_path / "targets",
+        read_target_file=lambda path: json.loads(path.read_text()),
+    )
+
+
+def test_local_prometheus_config_points_every_target_at_this_machine(tmp_path: Path) -> None:
+    components = ["exporter", "ingest", "prometheus", "alertmanager"]
+    local = _local(tmp_path, components, {"1": "k1:11404"})
+    groups = [g for gs in local.target_files.values() for g in gs]
+    assert {t for g in groups for t in g["targets"]} == {
+        "127.0.0.1:19308",
+        "127.0.0.1:9310",
+        "127.0.0.1:9090",
+        "127.0.0.1:9093",
+        "k1:11404",
+    }
+    assert {"targets": ["k1:11404"], "labels": {"broker": "1"}} in groups
+    config = local.config
+    jobs = {j["job_name"] for j in config["scrape_configs"]}
+    assert "vigia-simulator" not in jobs  # not running here: no target, no job
+    for job in config["scrape_configs"]:
+        for sd in job["file_sd_configs"]:
+            assert all(Path(f).parent == tmp_path / "targets" for f in sd["files"])
+    assert all(Path(p).is_absolute() for p in config["rule_files"])
+    assert config["alerting"]["alertmanagers"][0]["static_configs"] == [
+        {"targets": ["127.0.0.1:9093"]}
+    ]
+
+
+def test_without_jmx_targets_or_alertmanager_those_parts_are_left_out(tmp_path: Path) -> None:
+    config = _local(tmp_path, ["exporter", "prometheus"], {}).config
+    assert "alerting" not in config
+    assert {j["job_name"] for j in config["scrape_configs"]} == {"vigia-exporter", "prometheus"}
+
+
+def test_target_groups_keep_labels_and_foreign_hosts() -> None:
+    groups = [
+        {"targets": ["exporter:9308", "10.0.0.5:9308"], "labels": {"site": "a"}},
+        {"targets": ["grafana:3000"]},
+        {"targets": ["kafka-1:9404"], "labels": {"broker": "1", "site": "a"}},
+        {"targets": ["kafka-2:9404"], "labels": {"broker": "2", "site": "a"}},
+    ]
+    assert rewrite_groups(groups, {"exporter": "127.0.0.1:1"}, {"101": "b:1", "102": "c:1"}) == [
+        {"targets": ["127.0.0.1:1", "10.0.0.5:9308"], "labels": {"site": "a"}},
+        {"targets": ["b:1"], "labels": {"broker": "101", "site": "a"}},
+        {"targets": ["c:1"], "labels": {"broker": "102", "site": "a"}},
+    ]
+
+
+def test_dry_run_writes_a_valid_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pager = tmp_path / "pager-url"
+    pager.write_text("https://pager.example.org/hook\n")
+    code = cli.main(
+        [
+            "--dry-run",
+            "--bootstrap-servers",
+            "127.0.0.1:19092",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--with",
+            "simulator",
+            "--jmx-target",
+            "1=127.0.0.1:11404",
+            "--alertmanager-pager-url-file",
+            str(pager),
+            "--prometheus-binary",
+            "/usr/bin/prometheus",
+            "--alertmanager-binary",
+            "/usr/bin/prometheus-alertmanager",
+        ]
+    )
+    assert code == 0
+    procfile = (tmp_path / "run" / "Procfile").read_text()
+    assert capsys.readouterr().out == procfile
+    assert [line.split(":")[0] for line in procfile.splitlines()] == list(plan.COMPONENTS)
+    alertmanager_yml = tmp_path / "run" / "alertmanager" / "alertmanager.yml"
+    assert "https://pager.example.org/hook" in alertmanager_yml.read_text()
+    assert alertmanager_yml.stat().st_mode & 0o777 == 0o600
+    prometheus_yml = tmp_path / "run" / "prometheus" / "prometheus.yml"
+    if shutil.which("promtool"):
+        check = subprocess.run(
+            ["promtool", "check", "config", prometheus_yml], capture_output=True, text=True
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+    if shutil.which("amtool"):
+        check = subprocess.run(
+            ["amtool", "check-config", alertmanager_yml], capture_output=True, text=True
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--only", "grafana"], "unknown component(s) grafana"),
+        (["--exporter-port", "70000"], "70000 is not a port number"),
+        (["--only", "exporter"], "no Kafka bootstrap servers"),
+        (["--jmx-target", "kafka1:9404"], "is not ID=HOST:PORT"),
+        (["--only", "prometheus", "--prometheus-binary", ""], "prometheus is not installed"),
+    ],
+)
+def test_invalid_configuration_exits_2_with_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env_free = ["--bootstrap-servers", ""] if "--bootstrap-servers" not in argv else []
+    try:
+        code = cli.main([*env_free, "--dry-run", "--run-dir", str(tmp_path), *argv])
+    except SystemExit as exit_:  # argparse's own errors
+        code = exit_.code  # type: ignore[assignment]
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_missing_binary_is_skipped_unless_asked_for(tmp_path: Path) -> None:
+    code = cli.main(
+        [
+            "--dry-run",
+            "--bootstrap-servers",
+            "127.0.0.1:19092",
+            "--run-dir",
+            str(tmp_path),
+            "--prometheus-binary",
+            "",
+            "--alertmanager-binary",
+            "",
+        ]
+    )
+    assert code == 0
+    names = [line.split(":")[0] for line in (tmp_path / "Procfile").read_text().splitlines()]
+    assert names == ["exporter", "ingest", "dashboard"]

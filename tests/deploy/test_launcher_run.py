@@ -1,0 +1,148 @@
+"""vigia-stack for real: every component up against librdkafka's mock cluster, then a clean stop."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka import Producer
+
+from launcher import plan
+from tests.conftest import MockCluster, free_port
+
+STOP_TIMEOUT = 5.0  # --stop-timeout: SIGKILL after this
+START_DEADLINE = 120.0
+MARKER = "VIGIA_TEST_STACK_MARKER"
+
+
+def marked_processes(marker: str) -> list[psutil.Process]:
+    """Every process that inherited this run's marker variable: the launcher and all it started."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(MARKER) == marker:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status) == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    value = uuid.uuid4().hex
+    yield value
+    # Whatever the test's outcome, nothing it started outlives it.
+    for process in marked_processes(value):
+        process.kill()
+
+
+@pytest.mark.timeout(240)
+def test_stack_starts_every_component_and_stops_without_orphans(
+    mock_cluster: MockCluster, tmp_path: Path, marker: str
+) -> None:
+    # The ingest job refuses to start without its topic; the mock cluster creates one on first use.
+    producer = Producer({"bootstrap.servers": mock_cluster.bootstrap_servers})
+    producer.produce("measure", b"{}")
+    assert producer.flush(10) == 0
+
+    # Prometheus and Alertmanager take part when installed (CI installs them: .ci/run).
+    components = [c for c in plan.COMPONENTS if c not in plan.BINARY_COMPONENTS]
+    components += [c for c in ("prometheus", "alertmanager") if _installed(c)]
+    ports = {c: free_port() for c in plan.COMPONENTS}
+    run_dir = tmp_path / "run"
+    argv = [
+        "vigia-stack",
+        "--bootstrap-servers",
+        mock_cluster.bootstrap_servers,
+        "--only",
+        ",".join(components),
+        "--run-dir",
+        str(run_dir),
+        "--stop-timeout",
+        str(STOP_TIMEOUT),
+        "--exporter-port",
+        str(ports["exporter"]),
+        "--ingest-metrics-port",
+        str(ports["ingest"]),
+        "--simulator-metrics-port",
+        str(ports["simulator"]),
+        "--dashboard-port",
+        str(ports["dashboard"]),
+        "--prometheus-port",
+        str(ports["prometheus"]),
+        "--alertmanager-port",
+        str(ports["alertmanager"]),
+    ]
+    health = {
+        "exporter": "/healthz",
+        "dashboard": "/healthz",
+        "ingest": "/metrics",
+        "simulator": "/metrics",
+        "prometheus": "/-/ready",
+        "alertmanager": "/-/ready",
+    }
+    output = tmp_path / "vigia-stack.out"
+    with output.open("w") as out:
+        launcher = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, MARKER: marker}
+        )
+    waiting = {c: f"http://127.0.0.1:{ports[c]}{health[c]}" for c in components}
+    deadline = time.monotonic() + START_DEADLINE
+    while waiting and time.monotonic() < deadline and launcher.poll() is None:
+        waiting = {c: url for c, url in waiting.items() if not answers(url)}
+        time.sleep(0.5)
+    log_tail = "\n".join(output.read_text().splitlines()[-40:])
+    assert launcher.poll() is None, f"vigia-stack exited {launcher.returncode}:\n{log_tail}"
+    assert not waiting, f"not healthy after {START_DEADLINE}s: {sorted(waiting)}\n{log_tail}"
+    # The launcher's own readiness report (it polls once a second).
+    ready_line = f"all {len(components)} components ready"
+    while ready_line not in output.read_text() and time.monotonic() < deadline + 10:
+        time.sleep(0.2)
+    assert ready_line in output.read_text()
+
+    if "prometheus" in components:
+        # Prometheus got the generated config: it scrapes the local processes, not compose names.
+        expected = {
+            f"http://127.0.0.1:{ports[c]}/metrics"
+            for c in ("exporter", "ingest", "simulator", "prometheus", "alertmanager")
+            if c in components
+        }
+        scraped = _scrape_urls(ports["prometheus"], until=expected, timeout=30)
+        assert expected <= scraped, scraped
+
+    started = marked_processes(marker)
+    assert len(started) > len(components)  # the launcher, honcho's workers and the components
+    launcher.send_signal(signal.SIGTERM)
+    assert launcher.wait(timeout=STOP_TIMEOUT + 30) == 128 + signal.SIGTERM
+    _, alive = psutil.wait_procs(started, timeout=5)
+    leftovers = [(p.pid, p.name()) for p in alive] + [
+        (p.pid, p.name()) for p in marked_processes(marker)
+    ]
+    assert not leftovers, f"still running after the launcher exited: {leftovers}"
+    for c in components:
+        assert (run_dir / "logs" / f"{c}.log").stat().st_size > 0, c
+
+
+def _installed(component: str) -> bool:
+    names = {
+        "prometheus": ["prometheus"],
+        "alertmanager": ["alertmanager", "prometheus-alertmanager"],
+    }
+    return any(shutil.which(n) for n in names[component])
