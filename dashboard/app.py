@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash import MATCH, Dash, Input, Output, State, dcc, html, no_update
 from flask import jsonify
 
 from dashboard.cluster import Cluster
@@ -153,6 +153,15 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
         }}""",
         [Output(f"nav-{p.title.lower()}", "className") for p in PAGES],
         Input("url", "pathname"),
+    )
+
+    app.clientside_callback(
+        """function (text, options) {
+            return Object.assign({}, options, {quickFilterText: text || ""});
+        }""",
+        Output({"type": "grid", "name": MATCH}, "dashGridOptions"),
+        Input({"type": "grid-search", "name": MATCH}, "value"),
+        State({"type": "grid", "name": MATCH}, "dashGridOptions"),
     )
 
     @app.callback(

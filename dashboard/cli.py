@@ -19,6 +19,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"vigia-dashboard: error: {exc}", file=sys.stderr)
         return 2
     setup_logging(config.log_level)
+    if config.log_level != "DEBUG":  # one INFO line per backend request drowns everything else
+        logging.getLogger("httpx").setLevel(logging.WARNING)
 
     from waitress import serve
 

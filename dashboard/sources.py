@@ -7,6 +7,7 @@ a refresh costs the slowest request, not the sum.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -42,8 +43,11 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, httpx.ConnectError):
         return "connection refused" if "refused" in str(exc).lower() else f"cannot connect: {exc}"
     if isinstance(exc, httpx.HTTPStatusError):
-        detail = exc.response.text.strip().replace("\n", " ")[:160]
-        return f"HTTP {exc.response.status_code}" + (f": {detail}" if detail else "")
+        detail = exc.response.text.strip().replace("\n", " ")
+        # the exporter and Prometheus explain errors as {"error": "..."}
+        with contextlib.suppress(ValueError, AttributeError):
+            detail = str(exc.response.json().get("error", detail))
+        return f"HTTP {exc.response.status_code}" + (f": {detail[:160]}" if detail else "")
     return f"{type(exc).__name__}: {exc}"[:200]
 
 

@@ -6,6 +6,7 @@ The exposition text and the JSON are computed once per collection and then serve
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -14,10 +15,10 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST
 
 from exporter import api
 from exporter.collectors import render
+from exporter.exposition import CONTENT_TYPE
 from exporter.service import CollectionService
 from exporter.state import ExporterState
 from exporter.version import VERSION
@@ -55,11 +56,11 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
     exposition = _PerState(lambda s: render(s).encode("utf-8"))
-    cluster = _PerState(lambda s: None if s is None else api.cluster_json(s))
+    cluster = _PerState(lambda s: None if s is None else _json_bytes(api.cluster_json(s)))
 
     @app.get("/metrics")
     def metrics() -> Response:
-        return Response(exposition.get(service.state), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition.get(service.state), media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -73,17 +74,21 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
         return JSONResponse({"ready": True, "up": state.up})
 
     @app.get("/api/v1/cluster")
-    def cluster_view() -> JSONResponse:
+    def cluster_view() -> Response:
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        return JSONResponse(cluster.get(state))
+        return Response(cluster.get(state), media_type="application/json")
 
     @app.get("/", response_class=HTMLResponse)
     def landing() -> str:
         return _landing(service.state)
 
     return app
+
+
+def _json_bytes(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _landing(state: ExporterState | None) -> str:

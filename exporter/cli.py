@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -34,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sock = _bind(config)
     except OSError as exc:
         adapter.close()
-        _invalid(f"cannot listen on {config.listen_address}:{config.port}: {exc.strerror or exc}")
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        _invalid(f"cannot listen on {config.listen_address}:{config.port}: {reason}")
 
     service = CollectionService(
         adapter.collect,

@@ -14,6 +14,9 @@ from collections.abc import Iterable
 from prometheus_client.metrics_core import Metric
 from prometheus_client.utils import floatToGoString
 
+# The classic text format, which every Prometheus version reads (prometheus_client's own constant
+# now announces 1.0.0, the UTF-8-names variant this writer does not produce).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _TYPES = frozenset({"gauge", "counter"})
 
 

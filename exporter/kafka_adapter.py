@@ -15,6 +15,8 @@ missing from the snapshot and its error is listed. Every wait is bounded by the 
 from __future__ import annotations
 
 import logging
+import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -51,6 +53,30 @@ from exporter.snapshot import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class _RepeatFilter(logging.Filter):
+    """Lets each distinct librdkafka line through once per window: while a broker is unreachable
+    librdkafka repeats the same connect failure many times a second."""
+
+    def __init__(self, window: float = 60.0) -> None:
+        super().__init__()
+        self._window = window
+        self._seen: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = re.sub(r"\d+", "#", record.getMessage())
+        now = time.monotonic()
+        if now - self._seen.get(key, -self._window) < self._window:
+            return False
+        if len(self._seen) > 1000:
+            self._seen.clear()
+        self._seen[key] = now
+        return True
+
+
+librdkafka_log = logging.getLogger("exporter.librdkafka")
+librdkafka_log.addFilter(_RepeatFilter())
 
 CLIENT_ID = "vigia-exporter"
 # Kafka's own list (org.apache.kafka.common.internals.Topic): the Metadata API flags these, but
@@ -126,18 +152,16 @@ class KafkaAdapter:
         bootstrap_servers: str,
         options: Mapping[str, str],
         filters: Filters,
-        known_groups: Sequence[str] = (),
         *,
         admin_factory: Callable[[Mapping[str, Any]], Any] = _default_admin,
         legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
     ) -> None:
         self._filters = filters
-        self._known_groups = tuple(known_groups)
         self._admin = admin_factory(
             {
                 "client.id": CLIENT_ID,
                 # librdkafka's own log lines go through Python logging like everything else.
-                "logger": logging.getLogger("exporter.librdkafka"),
+                "logger": librdkafka_log,
                 **options,
                 "bootstrap.servers": bootstrap_servers,
             }
@@ -149,9 +173,10 @@ class KafkaAdapter:
         }
         self._legacy_factory = legacy_admin_factory
         self._legacy: Any = None
-        # Blocking kafka-python calls and the group chain run here, concurrently with the
-        # confluent-kafka futures.
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vigia-kafka")
+        self._legacy_lock = threading.Lock()
+        # Blocking kafka-python calls (one per broker for log dirs) and the group chain run here,
+        # concurrently with the confluent-kafka futures. Threads are started only when needed.
+        self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="vigia-kafka")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -204,7 +229,7 @@ class KafkaAdapter:
         launched = time.monotonic()
         legacy = self._pool.submit(self._legacy_admin, deadline)
         cluster = self._pool.submit(
-            phases.timed_call, "cluster", launched, self._cluster_info, legacy, deadline
+            phases.timed_call, "cluster", launched, self._cluster_info, legacy, deadline, phases
         )
         log_dirs = self._pool.submit(
             phases.timed_call,
@@ -227,18 +252,7 @@ class KafkaAdapter:
         group_list = _result(groups, deadline, phases, "groups", (), launched)
 
         broker_default, topic_configs = configs
-        topics = [
-            replace(
-                t,
-                configs=MappingProxyType(topic_configs.get(t.name, {})),
-                partitions=tuple(
-                    replace(p, earliest_offset=e, latest_offset=la)
-                    for p in t.partitions
-                    for e, la in [offsets.get((t.name, p.partition), (None, None))]
-                ),
-            )
-            for t in topics
-        ]
+        topics = [_with_configs_and_offsets(t, topic_configs, offsets) for t in topics]
         controller_id, controller_source = resolve_controller(
             quorum, metadata.controller_id, "metadata"
         )
@@ -371,7 +385,7 @@ class KafkaAdapter:
 
     def _groups(self, deadline: Deadline, phases: _Phases) -> tuple[ConsumerGroup, ...]:
         started = time.monotonic()
-        ids = set(self._known_groups)
+        ids: set[str] = set()
         try:
             listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
                 timeout=deadline.remaining()
@@ -420,36 +434,46 @@ class KafkaAdapter:
         if offset_failures:
             phases.fail("group_offsets", _summary(offset_failures, len(group_ids), "groups"))
         phases.timed("groups", started)
+        phases.timed("group_offsets", started)
         return tuple(groups)
 
     # -- kafka-python: log dirs and quorum (run on the pool) --------------------------------
 
     def _legacy_admin(self, deadline: Deadline) -> Any:
         """The kafka-python client, created on first use; creation bootstraps (bounded)."""
-        if self._legacy is None:
-            # Leave time to report kafka-python's own error before the collection deadline.
-            timeout_ms = int(deadline.remaining() * 800)
-            self._legacy = self._legacy_factory(
-                {
-                    **self._legacy_config,
-                    "bootstrap_timeout_ms": timeout_ms,
-                    "request_timeout_ms": max(timeout_ms, 1000),
-                }
-            )
-        return self._legacy
+        with self._legacy_lock:  # an abandoned collection may still be creating one
+            if self._legacy is None:
+                # Leave time to report kafka-python's own error before the collection deadline.
+                timeout_ms = int(deadline.remaining() * 800)
+                self._legacy = self._legacy_factory(
+                    {
+                        **self._legacy_config,
+                        "bootstrap_timeout_ms": timeout_ms,
+                        "request_timeout_ms": max(timeout_ms, 1000),
+                    }
+                )
+            return self._legacy
 
     def _cluster_info(
-        self, legacy: Future[Any], deadline: Deadline
+        self, legacy: Future[Any], deadline: Deadline, phases: _Phases
     ) -> tuple[Quorum | None, dict[int, str | None]]:
+        """The KRaft quorum (for the controller) and the racks; each call fails on its own."""
         from kafka import errors
 
         client = legacy.result(timeout=deadline.remaining())
+        quorum = None
         try:
             quorum = _quorum(client.describe_metadata_quorum())
         except (errors.IncompatibleBrokerVersion, errors.UnsupportedVersionError):
-            quorum = None  # not KRaft (ZooKeeper mode): the metadata controller is the real one
-        described = client.describe_cluster()
-        racks = {int(b["broker_id"]): b.get("rack") or None for b in described.get("brokers", [])}
+            pass  # not KRaft (ZooKeeper mode): there the Metadata controller is the real one
+        except Exception as exc:
+            phases.fail("cluster", f"DescribeQuorum: {error_text(exc)}")
+        racks: dict[int, str | None] = {}
+        try:
+            described = client.describe_cluster()
+            racks = {int(b["broker_id"]): b.get("rack") or None for b in described["brokers"]}
+        except Exception as exc:
+            phases.fail("cluster", f"DescribeCluster: {error_text(exc)}")
         return quorum, racks
 
     def _log_dirs(
@@ -466,6 +490,22 @@ class KafkaAdapter:
             except Exception as exc:
                 results.append(BrokerLogDirs(broker, error_text(exc), ()))
         return tuple(results)
+
+
+def _with_configs_and_offsets(
+    topic: Topic,
+    configs: Mapping[str, Mapping[str, str]],
+    offsets: Mapping[tuple[str, int], tuple[int | None, int | None]],
+) -> Topic:
+    partitions = []
+    for p in topic.partitions:
+        earliest, latest = offsets.get((topic.name, p.partition), (None, None))
+        partitions.append(replace(p, earliest_offset=earliest, latest_offset=latest))
+    return replace(
+        topic,
+        configs=MappingProxyType(dict(configs.get(topic.name, {}))),
+        partitions=tuple(partitions),
+    )
 
 
 def _result(

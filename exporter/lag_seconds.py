@@ -123,43 +123,35 @@ class _Curve:
         return False
 
 
-def produced_at(times: Sequence[float], offsets: Sequence[int], offset: int) -> float:
-    """Last time `offset` was the latest offset, from points (oldest first, offsets non-decreasing).
-
-    The caller guarantees `offset < offsets[-1]` (otherwise the lag is 0 messages).
-    """
-    i = bisect_right(offsets, offset) - 1
-    if i >= 0:
-        t0, x0, t1, x1 = times[i], offsets[i], times[i + 1], offsets[i + 1]
-        return t0 + (offset - x0) * (t1 - t0) / (x1 - x0)
-    span, messages = times[-1] - times[0], offsets[-1] - offsets[0]
-    if span <= 0 or messages <= 0:
-        return times[0]
-    return times[0] - (offsets[0] - offset) * span / messages
-
-
 def estimate_lag_seconds(
     times: Sequence[float], offsets: Sequence[int], committed: int, latest: int, now: float
 ) -> float | None:
-    """Lag seconds of `committed` given recorded points and the current (`now`, `latest`).
+    """Lag seconds of `committed` from recorded points (oldest first, offsets non-decreasing) and
+    the current reading (`now`, `latest`), which is the curve's last point.
 
     None when there is lag but no recorded point before `now` to estimate from.
     """
     if committed >= latest:
         return 0.0
-    ts, xs = list(times), list(offsets)
-    # Points after `now` or above `latest` cannot be consistent with the current reading.
-    while ts and (ts[-1] > now or xs[-1] > latest):
-        ts.pop()
-        xs.pop()
-    if ts and ts[-1] == now:
-        xs[-1] = latest
-    else:
-        ts.append(now)
-        xs.append(latest)
-    if len(ts) < 2:
+    # Recorded points at or after `now`, or above `latest`, give way to the current reading.
+    n = len(times)
+    while n and (times[n - 1] >= now or offsets[n - 1] > latest):
+        n -= 1
+    if n == 0:
         return None
-    return max(0.0, now - produced_at(ts, xs, committed))
+    # T(C): the last time C was the latest offset, on the curve points[:n] + (now, latest).
+    i = bisect_right(offsets, committed, 0, n) - 1
+    if i >= 0:
+        t0, x0 = times[i], offsets[i]
+        t1, x1 = (times[i + 1], offsets[i + 1]) if i + 1 < n else (now, latest)
+        produced = t0 + (committed - x0) * (t1 - t0) / (x1 - x0)
+    else:
+        # Older than the history: back from its oldest point at its average rate.
+        span, messages = now - times[0], latest - offsets[0]
+        produced = times[0]
+        if span > 0 and messages > 0:
+            produced -= (offsets[0] - committed) * span / messages
+    return max(0.0, now - produced)
 
 
 class OffsetHistory:

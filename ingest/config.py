@@ -47,6 +47,7 @@ class IngestConfig:
     source: str = "python-kafka"
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 9310
+    kafka_timeout: float = 30.0
     spark_master: str | None = None
     query_name: str = "vigia-ingest"
     log_level: str = "INFO"
@@ -85,6 +86,10 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
     "source": ("VIGIA_INGEST_SOURCE", f"Kafka source: {' | '.join(SOURCES)}"),
     "metrics_address": ("VIGIA_INGEST_METRICS_ADDRESS", "address the /metrics server binds"),
     "metrics_port": ("VIGIA_INGEST_METRICS_PORT", "port of the /metrics server (0 disables it)"),
+    "kafka_timeout": (
+        "VIGIA_INGEST_KAFKA_TIMEOUT",
+        "how long a Kafka metadata or offsets request may take before the job fails",
+    ),
     "spark_master": (
         "VIGIA_INGEST_SPARK_MASTER",
         "Spark master URL (default: spark-submit's, else local[*])",
@@ -185,6 +190,12 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
     if trigger <= 0:
         raise ConfigError(f"trigger interval must be positive, got {trigger:g} s")
 
+    kafka_timeout = defaults.kafka_timeout
+    if "kafka_timeout" in raw:
+        kafka_timeout = parse_duration(raw["kafka_timeout"], "Kafka timeout")
+    if kafka_timeout <= 0:
+        raise ConfigError(f"Kafka timeout must be positive, got {kafka_timeout:g} s")
+
     max_offsets: int | None = None
     if "max_offsets_per_trigger" in raw:
         text = raw["max_offsets_per_trigger"]
@@ -233,6 +244,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         source=source,
         metrics_address=raw.get("metrics_address", defaults.metrics_address),
         metrics_port=int(port_text),
+        kafka_timeout=kafka_timeout,
         spark_master=raw.get("spark_master"),
         log_level=level,
     )

@@ -23,17 +23,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import signal
 import threading
 from collections.abc import Mapping
 from types import FrameType
 from typing import Any, Final
+from wsgiref.simple_server import WSGIServer
 
+from prometheus_client import CollectorRegistry, start_http_server
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
+from pyspark.sql.streaming.query import StreamingQuery
 
 from ingest import transform
 from ingest.config import IngestConfig
@@ -53,7 +57,7 @@ from ingest.sinks import ExactlyOnceSink, Output, SinkError
 
 log = logging.getLogger(__name__)
 
-PREFLIGHT_TIMEOUT_S: Final = 10.0
+LISTENER_WAIT_S: Final = 10.0
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 # Spark loggers that print a failed query's stack traces; the job reports the failure itself, in
@@ -71,21 +75,29 @@ class JobError(RuntimeError):
     """A failure the CLI reports as one sentence."""
 
 
-def build_spark(config: IngestConfig) -> SparkSession:
+def session_settings(spark_master: str | None) -> dict[str, str]:
+    """Spark settings of the job; a master given by spark-submit wins over local[*]."""
     from pyspark import SparkConf
 
-    builder = SparkSession.builder.appName(config.query_name)
-    master = config.spark_master or SparkConf().get("spark.master", None) or "local[*]"
-    builder = builder.master(master)
-    # Dates and timestamps mean UTC whatever the machine's zone: measure_date partitions too.
-    builder = builder.config("spark.sql.session.timeZone", "UTC")
-    # A partitioned write otherwise sorts each task's rows by measure_date first.
-    builder = builder.config("spark.sql.maxConcurrentOutputFileWriters", "16")
-    if master.startswith("local") and not SparkConf().contains("spark.sql.shuffle.partitions"):
+    submitted = SparkConf()
+    master = spark_master or submitted.get("spark.master", None) or "local[*]"
+    settings = {
+        "spark.master": master,
+        # Dates and timestamps mean UTC whatever the machine's zone: measure_date partitions too.
+        "spark.sql.session.timeZone": "UTC",
+        # Otherwise a partitioned write sorts each task's rows by measure_date first.
+        "spark.sql.maxConcurrentOutputFileWriters": "16",
+    }
+    if master.startswith("local") and not submitted.contains("spark.sql.shuffle.partitions"):
         # The in-batch dedupe shuffles; Spark's 200 partitions would mean 200 files per batch.
-        import os
+        settings["spark.sql.shuffle.partitions"] = str(os.cpu_count() or 2)
+    return settings
 
-        builder = builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2))
+
+def build_spark(config: IngestConfig) -> SparkSession:
+    builder = SparkSession.builder.appName(config.query_name)
+    for key, value in session_settings(config.spark_master).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     quiet_spark_logs(spark, config.log_level)
     return spark
@@ -115,6 +127,8 @@ def read_stream(spark: SparkSession, config: IngestConfig) -> DataFrame:
         .option("startingOffsets", config.starting_offsets)
         .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
     )
+    if config.source == "python-kafka":
+        reader = reader.option("kafkaTimeoutMs", str(int(config.kafka_timeout * 1000)))
     if config.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
     for key, value in config.kafka_options.items():
@@ -247,7 +261,7 @@ def preflight_kafka(config: IngestConfig) -> KafkaAdmin:
         consumer_config(
             config.bootstrap_servers, config.kafka_options, config.group_id or READER_GROUP
         ),
-        PREFLIGHT_TIMEOUT_S,
+        config.kafka_timeout,
     )
     admin.partitions(config.topic)
     return admin
@@ -316,9 +330,12 @@ class IngestJob:
             )
             self._await(self.query)
             last = self.query.lastProgress
-            if last is not None and config.group_id:
-                # The listener bus is asynchronous: make sure the final batch is committed.
-                committer.commit_progress(json.loads(last.json))
+            if last is not None:
+                # The listener bus is asynchronous: let the metrics see the last batch, and make
+                # sure its offsets reach the group.
+                self.metrics.wait_for_batch(last.batchId, LISTENER_WAIT_S)
+                if config.group_id:
+                    committer.commit_progress(json.loads(last.json))
         except StreamingQueryException as exc:
             raise JobError(failure_sentence(exc)) from exc
         except SinkError as exc:
@@ -341,38 +358,46 @@ class IngestJob:
             raise exc
 
 
-def run_job(config: IngestConfig) -> int:
-    """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure."""
-    from prometheus_client import CollectorRegistry, start_http_server
+def serve_metrics(config: IngestConfig, metrics: IngestMetrics) -> WSGIServer | None:
+    """Start /metrics on the configured address (None when the port is 0)."""
+    if not config.metrics_port:
+        return None
+    registry = CollectorRegistry()
+    registry.register(metrics)
+    try:
+        server, _ = start_http_server(
+            config.metrics_port, addr=config.metrics_address, registry=registry
+        )
+    except OSError as exc:
+        raise JobError(
+            f"cannot serve metrics on {config.metrics_address}:{config.metrics_port} "
+            f"({exc.strerror})"
+        ) from exc
+    log.info("metrics on http://%s:%d/metrics", config.metrics_address, config.metrics_port)
+    return server
 
+
+def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
+    """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure.
+    A given ``spark`` session is used and left running; otherwise one is built and stopped."""
     try:
         admin = preflight_kafka(config)
     except KafkaSourceError as exc:
         log.error("%s", exc.sentence)
         return EXIT_FAILED
     metrics = IngestMetrics(config.query_name)
-    registry = CollectorRegistry()
-    registry.register(metrics)
-    server = None
-    if config.metrics_port:
-        try:
-            server, _ = start_http_server(
-                config.metrics_port, addr=config.metrics_address, registry=registry
-            )
-        except OSError as exc:
-            log.error(
-                "cannot serve metrics on %s:%d (%s)",
-                config.metrics_address,
-                config.metrics_port,
-                exc.strerror,
-            )
-            admin.close()
-            return EXIT_FAILED
-        log.info("metrics on http://%s:%d/metrics", config.metrics_address, config.metrics_port)
-    spark = build_spark(config)
-    job = IngestJob(spark, config, metrics, admin)
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, job.request_stop)
+    try:
+        server = serve_metrics(config, metrics)
+    except JobError as exc:
+        admin.close()
+        log.error("%s", exc)
+        return EXIT_FAILED
+    own_session = spark is None
+    session = spark if spark is not None else build_spark(config)
+    job = IngestJob(session, config, metrics, admin)
+    previous = {
+        sig: signal.signal(sig, job.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
         job.run()
         return EXIT_OK
@@ -380,6 +405,9 @@ def run_job(config: IngestConfig) -> int:
         log.error("%s", exc)
         return EXIT_FAILED
     finally:
-        spark.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if own_session:
+            session.stop()
         if server is not None:
             server.shutdown()

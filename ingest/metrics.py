@@ -17,11 +17,11 @@ seeded from storage at start so it means "rows stored for that day", not "since 
 from __future__ import annotations
 
 import datetime as dt
-from bisect import bisect_left
 import json
 import logging
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -33,7 +33,7 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from ingest.kafka_source.offsets import Offsets, from_json, offsets_behind
 from ingest.schema import REASONS
@@ -136,7 +136,7 @@ class IngestMetrics(Collector):
     def __init__(self, query: str, clock: Callable[[], float] = time.time) -> None:
         self.query = query
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._active = False
         self._batches = 0
         self._input_rows = 0
@@ -176,12 +176,19 @@ class IngestMetrics(Collector):
             if sample.batch_id in self._seen_batches:
                 return
             self._seen_batches.add(sample.batch_id)
+            self._lock.notify_all()
             self._batches += 1
             self._input_rows += sample.input_rows
             for reason, count in sample.invalid_by_reason.items():
                 self._invalid[reason] = self._invalid.get(reason, 0) + count
             self._buckets[bisect_left(BATCH_DURATION_BUCKETS, sample.batch_duration_seconds)] += 1
             self._duration_sum += sample.batch_duration_seconds
+
+    def wait_for_batch(self, batch_id: int, timeout_s: float) -> bool:
+        """Wait until the progress event of ``batch_id`` was counted (listeners are asynchronous);
+        False on timeout."""
+        with self._lock:
+            return self._lock.wait_for(lambda: batch_id in self._seen_batches, timeout_s)
 
     def batch_written(self, written: BatchWritten) -> None:
         with self._lock:

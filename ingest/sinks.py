@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -193,8 +193,8 @@ class Output:
 class ExactlyOnceSink:
     """Publishes each batch's outputs following the protocol in this module's docstring."""
 
-    def __init__(self, spark: SparkSession, checkpoint: str) -> None:
-        self._fs = HadoopFs(spark)
+    def __init__(self, spark: SparkSession, checkpoint: str, fs: HadoopFs | None = None) -> None:
+        self._fs = fs if fs is not None else HadoopFs(spark)
         self._intents = posixpath.join(self._fs.qualify(checkpoint), INTENT_DIR)
 
     @property
@@ -244,10 +244,3 @@ class ExactlyOnceSink:
             earlier = batch_id_of_intent(name)
             if earlier is not None and earlier < batch_id:
                 self._fs.delete(posixpath.join(self._intents, name))
-
-    def published_batches(self) -> Iterator[int]:
-        """Batch ids with an intent still on record (at most the last one, normally)."""
-        for name in self._fs.list_files(self._intents):
-            batch_id = batch_id_of_intent(name)
-            if batch_id is not None:
-                yield batch_id

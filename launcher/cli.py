@@ -70,7 +70,8 @@ exit status:
 examples:
   vigia-stack --bootstrap-servers broker1:9092,broker2:9092
   vigia-stack --bootstrap-servers localhost:19092 --with simulator
-  vigia-stack --only exporter,prometheus --jmx-target broker1:9404 --jmx-target broker2:9404
+  vigia-stack --bootstrap-servers broker1:9092 --only exporter,prometheus \\
+      --jmx-target 1=broker1:9404 --jmx-target 2=broker2:9404
   VIGIA_KAFKA_OPTIONS=security.protocol=SASL_SSL,sasl.mechanism=PLAIN vigia-stack --without ingest
 """
 
@@ -339,7 +340,7 @@ def _check_ports_free(processes: Sequence[plan.Process], address: str) -> None:
                 ) from None
 
 
-class _PlainDumper(yaml.SafeDumper):
+class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]
     """Writes shared objects (the source's YAML anchors) out in full: no &id001 aliases."""
 
     def ignore_aliases(self, data: Any) -> bool:

@@ -12,8 +12,6 @@ COMPONENTS = ("exporter", "ingest", "simulator", "dashboard", "prometheus", "ale
 # The simulator writes test traffic into `measure`: never into a real cluster unless asked for.
 DEFAULT_COMPONENTS = ("exporter", "ingest", "dashboard", "prometheus", "alertmanager")
 KAFKA_COMPONENTS = frozenset({"exporter", "ingest", "simulator"})
-# Prometheus and Alertmanager are external binaries: a default run skips them when not installed.
-BINARY_COMPONENTS = frozenset({"prometheus", "alertmanager"})
 
 
 class PlanError(ValueError):

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launcher.plan import COMPONENTS
+
 BROKER_HOST = re.compile(r"kafka-\d+")
 
 TargetGroups = list[dict[str, Any]]
@@ -139,17 +141,6 @@ def _absolute(pattern: str, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
-# Compose services that can appear as scrape targets: when they do not run here, their targets are
-# dropped rather than left pointing at a name that does not resolve.
-KNOWN_COMPOSE_HOSTS = frozenset(
-    {
-        "exporter",
-        "ingest",
-        "simulator",
-        "dashboard",
-        "prometheus",
-        "alertmanager",
-        "grafana",
-        "kafka-init",
-    }
-)
+# docker-compose.yml's services other than the brokers: targets naming one that does not run here
+# are dropped rather than left pointing at a name that does not resolve.
+KNOWN_COMPOSE_HOSTS = frozenset({*COMPONENTS, "grafana", "kafka-init"})

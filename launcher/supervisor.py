@@ -8,9 +8,9 @@ the ingest job's Spark JVM is a child of the Python process honcho started.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
+import time
 import urllib.request
 from collections.abc import Sequence
 from datetime import datetime
@@ -22,7 +22,7 @@ from honcho.printer import Message, Printer
 
 from launcher.plan import Process, client_host, command_line
 
-log = logging.getLogger(__name__)
+# Components still not answering after this long are left for their logs to explain.
 READY_DEADLINE_SECONDS = 600.0
 
 
@@ -91,8 +91,8 @@ def _announce_ready(
 ) -> None:
     """Print one line per component once its health endpoint answers, then one for the stack."""
     waiting = {p.name: f"http://{host}:{p.port}{p.health_path}" for p in processes}
-    deadline = datetime.now().timestamp() + READY_DEADLINE_SECONDS
-    while waiting and not stop.wait(1.0) and datetime.now().timestamp() < deadline:
+    deadline = time.monotonic() + READY_DEADLINE_SECONDS
+    while waiting and not stop.wait(1.0) and time.monotonic() < deadline:
         for name, url in list(waiting.items()):
             if _answers(url):
                 del waiting[name]

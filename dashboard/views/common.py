@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dash import dash_table, dcc, html
-from dash.dash_table.Format import Format, Group, Scheme
+import dash_ag_grid as dag
+from dash import dcc, html
 
 from dashboard.cluster import Cluster
 from dashboard.data import Fetched, Matrix, Series, Unreachable, Vector, Window
@@ -169,7 +169,7 @@ def empty_figure(title: str, reason: str) -> Figure:
             "yaxis": {"visible": False},
             "annotations": [
                 {
-                    "text": f"no data — {reason}",
+                    "text": f"no data<br>{reason}",
                     "showarrow": False,
                     "xref": "paper",
                     "yref": "paper",
@@ -368,45 +368,85 @@ def simple_table(
     )
 
 
-def data_table(
-    id: str,
+def grid(
+    name: str,
     columns: Sequence[dict[str, Any]],
     rows: list[dict[str, Any]],
     *,
     page_size: int = 20,
-    style_data_conditional: list[dict[str, Any]] | None = None,
-) -> dash_table.DataTable:
-    """A searchable (per-column filter), sortable, paged table for large lists."""
-    return dash_table.DataTable(
-        id=id,
-        columns=list(columns),
-        data=rows,
-        filter_action="native",
-        sort_action="native",
-        page_action="native",
-        page_size=page_size,
-        style_table={"overflowX": "auto"},
-        style_cell={
-            "fontFamily": "system-ui, sans-serif",
-            "fontSize": 12,
-            "padding": "3px 8px",
-            "textAlign": "left",
-        },
-        style_header={"fontWeight": "600", "backgroundColor": "#f3f5f8"},
-        style_data_conditional=style_data_conditional or [],
-        filter_options={"case": "insensitive"},
+    row_styles: Sequence[tuple[str, str]] = (),
+    search_placeholder: str = "search…",
+) -> html.Div:
+    """A searchable, sortable, filterable, paged grid for large lists (AG Grid).
+
+    The search box feeds AG Grid's quick filter (every word must match some column) through a
+    clientside callback in app.py; it and the column filters persist across auto-refreshes.
+    `row_styles` are (JavaScript condition on `params.data`, background colour) pairs.
+    """
+    return html.Div(
+        [
+            dcc.Input(
+                id={"type": "grid-search", "name": name},
+                type="search",
+                placeholder=search_placeholder,
+                debounce=False,
+                persistence=True,
+                persistence_type="session",
+                className="grid-search",
+            ),
+            dag.AgGrid(
+                id={"type": "grid", "name": name},
+                columnDefs=list(columns),
+                rowData=rows,
+                defaultColDef={
+                    "sortable": True,
+                    "filter": True,
+                    "resizable": True,
+                    "flex": 1,
+                    "minWidth": 80,
+                    "wrapHeaderText": True,
+                    "autoHeaderHeight": True,
+                },
+                dashGridOptions={
+                    "rowHeight": 28,
+                    "pagination": True,
+                    "paginationPageSize": page_size,
+                    "paginationPageSizeSelector": False,
+                    "domLayout": "autoHeight",
+                    "animateRows": False,
+                    "suppressCellFocus": True,
+                },
+                getRowStyle={
+                    "styleConditions": [
+                        {"condition": condition, "style": {"backgroundColor": color}}
+                        for condition, color in row_styles
+                    ]
+                },
+                persistence=True,
+                persistence_type="session",
+                persisted_props=["filterModel"],
+                style={"height": None},
+            ),
+        ],
+        id=name,
+        className="grid-box",
     )
 
 
+_THOUSANDS = "params.value == null ? '' : d3.format(',')(params.value)"
+_ONE_DECIMAL = "params.value == null ? '' : d3.format(',.1f')(params.value)"
+
+
 def column(key: str, name: str, kind: str = "text") -> dict[str, Any]:
-    """A DataTable column; numeric columns sort as numbers and show thousands separators."""
-    spec: dict[str, Any] = {"id": key, "name": name}
-    if kind == "numeric":
-        spec["type"] = "numeric"
-        spec["format"] = Format(group=Group.yes)
-    elif kind == "seconds":
-        spec["type"] = "numeric"
-        spec["format"] = Format(precision=1, scheme=Scheme.fixed)
+    """A grid column (kind text, wide, numeric or seconds); numeric columns sort and filter as
+    numbers and show thousands separators."""
+    spec: dict[str, Any] = {"field": key, "headerName": name}
+    if kind == "wide":
+        spec.update(flex=2, minWidth=150)
+    if kind in ("numeric", "seconds"):
+        spec["type"] = "numericColumn"
+        spec["filter"] = "agNumberColumnFilter"
+        spec["valueFormatter"] = {"function": _THOUSANDS if kind == "numeric" else _ONE_DECIMAL}
     return spec
 
 

@@ -16,11 +16,11 @@ from dashboard.views.common import (
     Trace,
     card,
     column,
-    data_table,
     fmt_int,
     fmt_number,
     fmt_seconds,
     graph,
+    grid,
     line_figure,
     matrix_traces,
     note,
@@ -71,6 +71,8 @@ def group_rows(groups: Sequence[Group], filters: Filters) -> list[list[str]]:
         if not filters.keep_group(g.group_id):
             continue
         topics = [t for t in g.topics if filters.keep_topic(t.topic)]
+        if filters.topics and not topics:
+            continue  # a topic filter shows the groups reading those topics
         consumed = [
             t.messages_consumed_per_second
             for t in topics
@@ -113,8 +115,8 @@ def partition_status_rows(groups: Sequence[Group], filters: Filters) -> list[dic
 
 
 PARTITION_STATUS_COLUMNS = [
-    column("group", "Group"),
-    column("topic", "Topic"),
+    column("group", "Group", "wide"),
+    column("topic", "Topic", "wide"),
     column("partition", "Partition", "numeric"),
     column("committed_offset", "Committed offset", "numeric"),
     column("latest_offset", "Latest offset", "numeric"),
@@ -312,24 +314,16 @@ def _tables(cluster: Cluster, f: Filters) -> html.Div:
             ),
             card(
                 "Status per group and partition",
-                data_table(
+                grid(
                     "group-partitions-table",
                     PARTITION_STATUS_COLUMNS,
                     status_rows,
                     page_size=15,
-                    style_data_conditional=[
-                        {
-                            "if": {"filter_query": '{status} contains "WARN"'},
-                            "backgroundColor": "#fff4dc",
-                        },
-                        {
-                            "if": {
-                                "filter_query": '{status} contains "STOP" || {status} contains '
-                                '"STALL" || {status} contains "REWIND"'
-                            },
-                            "backgroundColor": "#fde2e2",
-                        },
+                    row_styles=[
+                        ("/STOP|STALL|REWIND/.test(params.data.status)", "#fde2e2"),
+                        ("params.data.status.includes('WARN')", "#fff4dc"),
                     ],
+                    search_placeholder="search (e.g. billing measure)",
                 ),
                 wide=True,
             ),

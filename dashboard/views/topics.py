@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import Any
 
 from dash import html
@@ -15,13 +15,13 @@ from dashboard.views.common import (
     PageContext,
     card,
     column,
-    data_table,
     empty_figure,
     fmt_bytes,
     fmt_int,
     fmt_number,
     fmt_seconds,
     graph,
+    grid,
     line_figure,
     matrix_traces,
     note,
@@ -81,8 +81,14 @@ def _out_of_sync_text(p: Partition) -> str:
     return "; ".join(parts)
 
 
-def partition_rows(partitions: Sequence[Partition]) -> list[dict[str, Any]]:
-    """Rows of the partition table (raw numbers, so the table sorts them numerically)."""
+def partition_rows(
+    partitions: Sequence[Partition], internal: Set[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """Rows of the partition table: partitions with a problem first, then user topics, then the
+    `internal` ones. Raw numbers, so the table sorts them numerically."""
+    ordered = sorted(
+        partitions, key=lambda p: (not _flags(p), p.topic in internal, p.topic, p.partition)
+    )
     return [
         {
             "topic": p.topic,
@@ -97,17 +103,17 @@ def partition_rows(partitions: Sequence[Partition]) -> list[dict[str, Any]]:
             "messages": p.messages,
             "flags": _flags(p),
         }
-        for p in partitions
+        for p in ordered
     ]
 
 
 PARTITION_COLUMNS = [
-    column("topic", "Topic"),
+    column("topic", "Topic", "wide"),
     column("partition", "Partition", "numeric"),
     column("leader", "Leader"),
     column("replicas", "Replicas"),
     column("isr", "ISR"),
-    column("out_of_sync", "Out of sync (broker: time)"),
+    column("out_of_sync", "Out of sync (broker: time)", "wide"),
     column("size_bytes", "Size (bytes)", "numeric"),
     column("earliest_offset", "Earliest offset", "numeric"),
     column("latest_offset", "Latest offset", "numeric"),
@@ -283,15 +289,16 @@ def _topology_sections(cluster: Cluster, f: Filters) -> list[Any]:
     topics = filter_topics(cluster.topics, f.topics)
     partitions = visible_partitions(topics, f)
     broker_ids = [b.id for b in cluster.brokers if f.keep_broker(b.id)]
-    table = data_table(
+    table = grid(
         "partitions-table",
         PARTITION_COLUMNS,
-        partition_rows(partitions),
-        style_data_conditional=[
-            {"if": {"filter_query": '{flags} contains "URP"'}, "backgroundColor": "#fff4dc"},
-            {"if": {"filter_query": '{flags} contains "min ISR"'}, "backgroundColor": "#fde2e2"},
-            {"if": {"filter_query": '{flags} contains "offline"'}, "backgroundColor": "#f9c9c9"},
+        partition_rows(partitions, {t.name for t in topics if t.internal}),
+        row_styles=[
+            ("params.data.flags.includes('offline')", "#f9c9c9"),
+            ("params.data.flags.includes('min ISR')", "#fde2e2"),
+            ("params.data.flags.includes('URP')", "#fff4dc"),
         ],
+        search_placeholder="search partitions (e.g. measure URP)",
     )
     return [
         html.Div(
@@ -317,7 +324,10 @@ def _topology_sections(cluster: Cluster, f: Filters) -> list[Any]:
                 ),
                 card(
                     f"Partitions ({len(partitions)})",
-                    note("Type in a column's header cell to filter (e.g. measure, >1000, URP)."),
+                    note(
+                        "Problems first. Every search word must match some column; column "
+                        "menus filter and sort."
+                    ),
                     table,
                     wide=True,
                 ),

@@ -24,8 +24,8 @@ request for the probe topic) and sends one small message per partition through e
 (`acks=all` and `acks=1`, `linger.ms=0`, no idempotence so acks=1 is allowed). Produce latency is
 librdkafka's own measure from produce() to the acknowledgement. The consumer is assigned all probe
 partitions at their high watermarks (no group membership, no commits); it only counts messages of
-this runner instance. Producers' `message.timeout.ms` equals the lost deadline, so every message
-gets its delivery report before it could be called lost.
+this runner instance. Producers' `message.timeout.ms` equals the lost deadline: a message that
+cannot be written gets its failure report at about the deadline and counts as `failed`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,10 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec: not in an __all__
+    AdminClient,
+    OffsetSpec,
+)
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from exporter.probe.planner import ProbeTopicPlan, plan_probe_topic
@@ -106,6 +109,7 @@ class ProbeRunner:
         self._status = "disabled" if not self.settings.enabled else "starting"
         self._partitions: dict[int, int] = {}
         self._assigned: frozenset[int] = frozenset()
+        self._new_assignment: list[TopicPartition] | None = None
         self._round = 0
         self._admin: AdminClient | None = None
         self._producers: dict[str, Producer] = {}
@@ -220,7 +224,12 @@ class ProbeRunner:
         consumer = self._consumer
         assert consumer is not None
         while not self._stop.is_set():
+            with self._lock:
+                assignment, self._new_assignment = self._new_assignment, None
             try:
+                if assignment is not None:
+                    consumer.assign(assignment)
+                    logger.debug("probe consumer assigned %s", assignment)
                 message = consumer.poll(0.2)
             except (KafkaException, RuntimeError) as exc:
                 logger.debug("probe consumer poll failed: %s", exc)
@@ -353,9 +362,10 @@ class ProbeRunner:
 
     def _assign(self, partitions: list[int]) -> None:
         """Assign the consumer at the current high watermarks: it sees every probe sent after."""
-        assert self._consumer is not None and self._admin is not None
+        assert self._admin is not None
         topic, timeout = self.settings.topic, self.settings.request_timeout_seconds
-        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # unannotated upstream
+        request = {TopicPartition(topic, p): latest for p in partitions}
         positions = dict.fromkeys(partitions, OFFSET_END)
         futures = self._admin.list_offsets(request, request_timeout=timeout)
         for tp, future in futures.items():
@@ -364,10 +374,10 @@ class ProbeRunner:
             except KafkaException as exc:
                 # From the end: probes sent before the position resolves may count as lost.
                 logger.debug("probe partition %d high watermark: %s", tp.partition, _reason(exc))
-        assignment = [TopicPartition(topic, p, positions[p]) for p in partitions]
-        self._consumer.assign(assignment)
+        # librdkafka's assign() blocks while another thread polls: the consumer thread applies it.
+        with self._lock:
+            self._new_assignment = [TopicPartition(topic, p, positions[p]) for p in partitions]
         self._assigned = frozenset(partitions)
-        logger.debug("probe consumer assigned %s", assignment)
 
     # --- sending -----------------------------------------------------------------------------
 

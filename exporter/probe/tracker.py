@@ -9,19 +9,19 @@ Lifecycle of one probe message (`message_id` unique per message):
 - `delivered(...)`: the producer's delivery report. Success → a produce latency observation for
   (broker, acks); failure → outcome `failed` (unless it was already consumed).
 - `received(...)`: the probe consumer read it → a round-trip observation for the broker and outcome
-  `ok`, if it was neither failed nor already given up.
-- `expire(now)`: messages neither consumed nor failed by their deadline → outcome `lost`. A message
-  that arrives later is ignored (it was counted lost, like kminion's end-to-end "roundtrip SLA").
-Each message gets exactly one outcome. Delivery reports arrive within the producer's
-`message.timeout.ms`, which the runner sets to the deadline, so a message is not counted lost merely
-because its report is late.
+  `ok`, if it was neither failed nor given up, and arrived before its deadline (a late arrival is
+  `lost`, like kminion's end-to-end "roundtrip SLA").
+- `expire(now)`: a message past its deadline that was delivered but not consumed → `lost`. One whose
+  delivery report has not come yet waits for it (→ `failed` on error) up to a second deadline
+  period, then counts as `lost`: a producer that is still retrying is not a lost message yet.
+Each message gets exactly one outcome.
 
 Replication latency per broker: for each round and partition where both the acks=all and the acks=1
 message were delivered, the difference of their produce latencies (acks=all waits for the ISR,
 acks=1 only for the leader); the estimate is the median of the last `replication_window`
 differences, clamped at 0 because noise can make single differences negative.
 
-Memory: pending messages ≤ partitions × 2 × deadline / interval; histograms have fixed buckets;
+Memory: pending messages ≤ partitions × 2 × 2 deadlines / interval; histograms have fixed buckets;
 replication differences ≤ `replication_window` per broker.
 """
 
@@ -151,9 +151,12 @@ class LatencyTracker:
             del self._pending[message_id]
 
     def received(self, message_id: str, *, at: float) -> bool:
-        """The consumer read a probe; False for unknown, failed or already expired messages."""
+        """The consumer read a probe; False for unknown, failed, late or given-up messages."""
         message = self._pending.get(message_id)
         if message is None or message.outcome is not None:
+            return False
+        if at > message.deadline:
+            self._resolve(message_id, message, "lost")
             return False
         self._histogram(self._roundtrip, message.broker).observe(at - message.sent_at)
         self._resolve(message_id, message, "ok")
@@ -166,6 +169,8 @@ class LatencyTracker:
             if now < message.deadline:
                 continue
             if message.outcome is None:
+                if not message.delivered and now < message.deadline + self.deadline_seconds:
+                    continue  # the producer may still report a failure
                 self._count(message.broker, "lost")
                 lost += 1
             del self._pending[message_id]

@@ -130,12 +130,12 @@ class KafkaAdmin:
             raise KafkaSourceError(
                 f"cannot commit offsets for group {self._config['group.id']!r} ({describe(exc)})"
             ) from exc
-        failed = [tp for tp in results or [] if tp.error is not None]
-        if failed:
-            raise KafkaSourceError(
-                f"group {self._config['group.id']!r} rejected the commit of "
-                f"{failed[0].topic}-{failed[0].partition} ({failed[0].error.str()})"
-            )
+        for tp in results or []:
+            if tp.error is not None:
+                raise KafkaSourceError(
+                    f"group {self._config['group.id']!r} rejected the commit of "
+                    f"{tp.topic}-{tp.partition} ({tp.error.str()})"
+                )
 
     def committed(self, tps: Iterable[TP]) -> Offsets:
         """The group's committed offsets (only partitions that have one)."""

@@ -91,7 +91,7 @@ def _truthy(text: str) -> bool:
     return text.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _common_flags() -> argparse.ArgumentParser:
+def _common_flags() -> _Parser:
     common = _Parser(add_help=False)
     add = common.add_argument
     add(
@@ -157,7 +157,7 @@ def _common_flags() -> argparse.ArgumentParser:
     return common
 
 
-def _live_flags(parser: argparse.ArgumentParser) -> None:
+def _live_flags(parser: _Parser) -> None:
     now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     parser.add_argument(
         "--start",
@@ -179,7 +179,7 @@ def _live_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(prog="vigia-simulate", description=__doc__.splitlines()[0])
     modes = parser.add_subparsers(dest="mode", required=True, metavar="{live,backfill,outage}")
     common = _common_flags()

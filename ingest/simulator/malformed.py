@@ -3,8 +3,8 @@
 Each malformed record is a valid reading broken in exactly one way, so that validation rejects it
 for one known reason (`ingest.schema.Reason`); reasons take turns (round robin), and each reason
 cycles through a few variants. Injection is deterministic: with ratio r, after the k-th valid
-reading the stream holds round(k · r / (1 − r)) malformed records, so r is the share of malformed
-records among all messages.
+reading the stream holds ⌊k · r / (1 − r)⌋ malformed records, so r is the share of malformed
+records among all messages (and ⌊k · d⌋ corrections with duplicate ratio d).
 
 A correction (``--duplicate-ratio``) re-sends an already sent reading with a different value and a
 later ts (the end of the HES's write window), as an HES does when it re-reads a meter: the newest
@@ -14,14 +14,14 @@ ts must win.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any, Final
 
-from ingest.schema import FIELDS, REASONS, Reason
+from ingest.schema import FIELDS, PERIOD_SECONDS, REASONS, Reason
 from ingest.simulator.generator import (
     DUPLICATE_TAG,
     MAX_DELAY_SECONDS,
-    PERIOD_SECONDS,
     Message,
     malformed_tag,
     utc_text,
@@ -78,9 +78,9 @@ class FaultInjector:
             raise ValueError("the duplicate ratio must be in [0, 1]")
         self._malformed_per_valid = malformed_ratio / (1.0 - malformed_ratio)
         self._duplicate_ratio = duplicate_ratio
-        self._malformed_owed = 0.0
-        self._duplicates_owed = 0.0
-        self._injected = 0
+        self._valid = 0
+        self._malformed = 0
+        self._duplicates = 0
 
     @property
     def active(self) -> bool:
@@ -93,21 +93,22 @@ class FaultInjector:
         corrections: list[Message] = []
         for message in messages:
             out.append(message)
-            self._malformed_owed += self._malformed_per_valid
-            self._duplicates_owed += self._duplicate_ratio
-            if self._malformed_owed < 1.0 and self._duplicates_owed < 1.0:
+            self._valid += 1
+            # From the running total, not by adding r each time: float sums drift.
+            malformed_due = math.floor(self._valid * self._malformed_per_valid + 1e-9)
+            duplicate_due = math.floor(self._valid * self._duplicate_ratio + 1e-9)
+            if malformed_due == self._malformed and duplicate_due == self._duplicates:
                 continue
             key, value, _tag, ts = message
             record = json.loads(value)
-            while self._malformed_owed >= 1.0:
-                self._malformed_owed -= 1.0
-                reason = REASONS[self._injected % len(REASONS)]
-                variant = self._injected // len(REASONS)
-                self._injected += 1
+            while self._malformed < malformed_due:
+                reason = REASONS[self._malformed % len(REASONS)]
+                variant = self._malformed // len(REASONS)
+                self._malformed += 1
                 bad = malformed_value(reason, record, variant)
                 out.append((key, bad, malformed_tag(reason), ts))
-            if self._duplicates_owed >= 1.0:
-                self._duplicates_owed -= 1.0
+            if self._duplicates < duplicate_due:
+                self._duplicates += 1
                 # After every first send of the period: stamped with the end of the write window.
                 late = ts - ts % PERIOD_SECONDS + MAX_DELAY_SECONDS
                 corrections.append((key, _corrected(record, late), DUPLICATE_TAG, late))

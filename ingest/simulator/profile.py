@@ -32,7 +32,7 @@ FloatArray = npt.NDArray[np.float64]
 
 SOLAR_SHARE: Final = 0.15
 MEDIAN_DAILY_KWH: Final = 9.0
-_HOURS: Final = (np.arange(PERIODS_PER_DAY) + 0.5) / 4.0  # mid-period hour of day
+_HOURS: Final[FloatArray] = np.arange(PERIODS_PER_DAY, dtype=np.float64) / 4.0 + 0.125  # mid-period
 
 
 def _bump(centre: float, width: float) -> FloatArray:
@@ -42,7 +42,7 @@ def _bump(centre: float, width: float) -> FloatArray:
 def household_shape() -> FloatArray:
     """Relative consumption per period, averaging 1 over the day."""
     shape = 0.45 + 0.55 * _bump(7.5, 1.3) + 0.35 * _bump(13.0, 1.5) + 1.25 * _bump(20.5, 2.0)
-    return shape / shape.mean()
+    return shape / float(shape.mean())
 
 
 def solar_shape() -> FloatArray:

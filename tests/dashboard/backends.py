@@ -1,7 +1,7 @@
 """Real backends on loopback for the dashboard's browser tests.
 
-- Prometheus (Debian binary) on a tsdb backfilled with `promtool tsdb create-blocks-from openmetrics`
-  from the recordings, shifted so they end a few seconds ago.
+- Prometheus (Debian binary) on a tsdb backfilled by `promtool tsdb create-blocks-from
+  openmetrics` from the recordings, shifted so they end a few seconds ago.
 - The exporter's /api/v1/cluster: a loopback HTTP server serving `replay()`'s cluster JSON (what the
   real exporter pipeline builds from the recordings), switchable between scenarios.
 - Alertmanager (Debian binary `prometheus-alertmanager`), with alerts posted to its API.
@@ -139,7 +139,7 @@ class ClusterJsonServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 — http.server's naming
+            def do_GET(self) -> None:
                 if self.path.split("?")[0] != "/api/v1/cluster":
                     self.send_error(404)
                     return
@@ -150,7 +150,7 @@ class ClusterJsonServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)

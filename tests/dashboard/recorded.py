@@ -68,13 +68,20 @@ def openmetrics_history(shift: float) -> str:
     lines: list[str] = []
     for scenario, item in replayed().items():
         at = item.collected_at + shift
-        exporter_labels = {"job": "vigia-exporter", "instance": "127.0.0.1:9308",
-                           "cluster": CLUSTER_LABEL}
+        exporter_labels = {
+            "job": "vigia-exporter",
+            "instance": "127.0.0.1:9308",
+            "cluster": CLUSTER_LABEL,
+        }
         lines += _lines(item.exposition, exporter_labels, at)
         for broker, delay in JMX_SCRAPE_DELAY[scenario].items():
             path = KAFKA_FIXTURES / f"{scenario}.jmx-broker-{broker}.prom"
-            jmx_labels = {"job": "kafka-jmx", "instance": f"127.0.0.1:1{broker}404",
-                          "broker": str(broker), "cluster": CLUSTER_LABEL}
+            jmx_labels = {
+                "job": "kafka-jmx",
+                "instance": f"127.0.0.1:1{broker}404",
+                "broker": str(broker),
+                "cluster": CLUSTER_LABEL,
+            }
             lines += _lines(path.read_text(encoding="utf-8"), jmx_labels, at + delay)
     return "\n".join(lines) + "\n# EOF\n"
 

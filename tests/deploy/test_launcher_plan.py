@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from launcher import cli, plan
-from launcher.prometheus_config import LocalConfig, localize, rewrite_groups
+from launcher.prometheus_config import (
+    BROKER_HOST,
+    KNOWN_COMPOSE_HOSTS,
+    LocalConfig,
+    localize,
+    rewrite_groups,
+)
 from tests.deploy.compose import REPO, raw
 
 PROMETHEUS_DIR = REPO / "prometheus"
@@ -29,11 +37,14 @@ def settings(tmp_path: Path, **changes: object) -> plan.Settings:
         prometheus_binary="/usr/bin/prometheus",
         alertmanager_binary="/usr/bin/prometheus-alertmanager",
     )
-    return plan.Settings(**{**base.__dict__, **changes})  # type: ignore[arg-type]
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
 def test_component_names_are_the_compose_service_names() -> None:
-    assert set(plan.COMPONENTS) <= set(raw()["services"])
+    services = set(raw()["services"])
+    assert set(plan.COMPONENTS) <= services
+    brokers = {s for s in services if BROKER_HOST.fullmatch(s)}
+    assert services - brokers == KNOWN_COMPOSE_HOSTS
 
 
 def test_default_set_leaves_the_simulator_out_and_flags_adjust_it() -> None:
@@ -144,7 +155,7 @@ def test_without_jmx_targets_or_alertmanager_those_parts_are_left_out(tmp_path: 
 
 
 def test_target_groups_keep_labels_and_foreign_hosts() -> None:
-    groups = [
+    groups: list[dict[str, Any]] = [
         {"targets": ["exporter:9308", "10.0.0.5:9308"], "labels": {"site": "a"}},
         {"targets": ["grafana:3000"]},
         {"targets": ["kafka-1:9404"], "labels": {"broker": "1", "site": "a"}},

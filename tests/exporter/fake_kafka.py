@@ -1,8 +1,8 @@
 """Fake admin clients that answer like confluent-kafka and kafka-python from a `ClusterSnapshot`.
 
-They return the client libraries' own result types (futures, TopicPartition, ConsumerGroupDescription,
-ConfigEntry, ...), count every call, and can fail or hang per call, so the adapter can be tested
-against a recorded cluster, with faults, without a broker.
+They return the client libraries' own result types (futures, TopicPartition, ConfigEntry,
+ConsumerGroupDescription, ...), count every call, and can fail or hang per call, so the adapter
+can be tested against a recorded cluster, with faults, without a broker.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from confluent_kafka.admin import (
 )
 from kafka import errors as kafka_errors
 
-from exporter.kafka_adapter import KafkaAdapter
 from exporter.filters import Filters
+from exporter.kafka_adapter import KafkaAdapter
 from exporter.snapshot import ClusterSnapshot
 
 
@@ -131,12 +131,19 @@ class FakeAdmin:
             tm.topic = t.name
             for p in t.partitions:
                 pm = PartitionMetadata()
-                pm.id, pm.leader, pm.replicas, pm.isrs = p.partition, p.leader, list(p.replicas), list(p.isr)
+                pm.id, pm.leader, pm.replicas, pm.isrs = (
+                    p.partition,
+                    p.leader,
+                    list(p.replicas),
+                    list(p.isr),
+                )
                 tm.partitions[p.partition] = pm
             md.topics[t.name] = tm
         return md
 
-    def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Future[Any]]:
+    def describe_configs(
+        self, resources: list[Any], request_timeout: float
+    ) -> dict[Any, Future[Any]]:
         self._c.calls["describe_configs"] += 1
         configs = {t.name: t.configs for t in self._c.snapshot.topics}
         result = {}
@@ -146,11 +153,14 @@ class FakeAdmin:
             else:
                 values = configs[r.name]
             result[r] = self._c.future(
-                "describe_configs", lambda v=values: done({k: ConfigEntry(k, x) for k, x in v.items()})
+                "describe_configs",
+                lambda v=values: done({k: ConfigEntry(k, x) for k, x in v.items()}),
             )
         return result
 
-    def list_offsets(self, requests: Mapping[TopicPartition, Any], request_timeout: float) -> dict[Any, Future[Any]]:
+    def list_offsets(
+        self, requests: Mapping[TopicPartition, Any], request_timeout: float
+    ) -> dict[Any, Future[Any]]:
         self._c.calls["list_offsets"] += 1
         parts = {(t.name, p.partition): p for t in self._c.snapshot.topics for p in t.partitions}
         result = {}
@@ -171,12 +181,18 @@ class FakeAdmin:
         if self._c.faults.list_groups is not None:
             return failed(self._c.faults.list_groups)
         listings = [
-            ConsumerGroupListing(g.group_id, False, ConsumerGroupState.UNKNOWN, ConsumerGroupType.UNKNOWN)
+            ConsumerGroupListing(
+                g.group_id, False, ConsumerGroupState.UNKNOWN, ConsumerGroupType.UNKNOWN
+            )
             for g in self._c.snapshot.groups
         ]
-        return self._c.future("list_consumer_groups", lambda: done(ListConsumerGroupsResult(listings, [])))
+        return self._c.future(
+            "list_consumer_groups", lambda: done(ListConsumerGroupsResult(listings, []))
+        )
 
-    def describe_consumer_groups(self, group_ids: list[str], request_timeout: float) -> dict[str, Future[Any]]:
+    def describe_consumer_groups(
+        self, group_ids: list[str], request_timeout: float
+    ) -> dict[str, Future[Any]]:
         self._c.calls["describe_consumer_groups"] += 1
         groups = {g.group_id: g for g in self._c.snapshot.groups}
         result = {}

@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from exporter.isr_history import IsrTracker
-
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "kafka-4.0-3node"
-SCENARIOS = ("healthy", "healthy-later", "broker-down", "broker-back-imbalanced", "rebalanced")
+from exporter.recording import load_snapshot
+from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 
 Partitions = Mapping[tuple[str, int], tuple[Sequence[int], Sequence[int]]]
 
 
 def load(scenario: str) -> tuple[float, Partitions]:
-    # The recordings are read directly: this test only needs replicas and ISR per partition.
-    data: dict[str, Any] = json.loads((FIXTURES / f"{scenario}.json").read_text())
+    snapshot = load_snapshot(KAFKA_FIXTURES / f"{scenario}.json")
     partitions = {
-        (topic["name"], p["partition"]): (p["replicas"], p["isr"])
-        for topic in data["topics"]
-        for p in topic["partitions"]
+        (topic.name, p.partition): (p.replicas, p.isr)
+        for topic in snapshot.topics
+        for p in topic.partitions
     }
-    return float(data["collected_at"]), partitions
+    return snapshot.collected_at, partitions
 
 
 def test_real_recordings_broker_1_leaves_and_rejoins() -> None:

@@ -7,12 +7,13 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from ingest.completeness import (
     EXIT_COMPLETE,
-    EXIT_INCOMPLETE,
     EXIT_INVALID,
     InputError,
     MeasureKey,
@@ -109,68 +110,57 @@ def _args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-@pytest.mark.spark
-def test_report_from_parquet_matches_the_pure_comparison(
-    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    keys = [k for k in expected_keys(METERS, DAY) if not (k.meter == "UY000002" and k.period > 90)]
-    rows = [*keys, *keys[:3], MeasureKey("UY000404", DAY, 1, "AEI")]
-    rows.append(MeasureKey("UY000001", DAY - dt.timedelta(days=1), 1, "AEI"))
-    output = tmp_path / "measures"
-    spark.createDataFrame(
-        [(k.meter, k.measure_date, k.period, k.magnitude, 1.0) for k in rows],
-        "meter string, measure_date date, period int, magnitude string, value double",
-    ).write.partitionBy("measure_date").parquet(str(output))
-    assert (output / f"measure_date={DAY}").is_dir()
+PREVIOUS_DAY = DAY - dt.timedelta(days=1)
+# DAY: UY000002 misses periods 91-96, three keys are written twice, one meter is unknown.
+STORED = [
+    *(k for k in expected_keys(METERS, DAY) if not (k.meter == "UY000002" and k.period > 90)),
+    *list(expected_keys(METERS, DAY))[:3],
+    MeasureKey("UY000404", DAY, 1, "AEI"),
+    *expected_keys(METERS, PREVIOUS_DAY),  # complete
+]
 
+
+@pytest.fixture(scope="module")
+def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The job's layout, <output>/measure_date=YYYY-MM-DD/*.parquet, written with pyarrow."""
+    root = tmp_path_factory.mktemp("completeness") / "measures"
+    columns = list(zip(*STORED, strict=True))
+    table = pa.table(
+        {
+            "meter": pa.array(columns[0], pa.string()),
+            "measure_date": pa.array([str(d) for d in columns[1]], pa.string()),
+            "period": pa.array(columns[2], pa.int32()),
+            "magnitude": pa.array(columns[3], pa.string()),
+            "value": pa.array([1.0] * len(STORED), pa.float64()),
+        }
+    )
+    pq.write_to_dataset(table, str(root), partition_cols=["measure_date"])  # type: ignore[no-untyped-call]
+    assert (root / f"measure_date={DAY}").is_dir()
+    return root
+
+
+@pytest.mark.spark
+def test_report_from_parquet_matches_the_pure_comparison(spark: SparkSession, output: Path) -> None:
     report = completeness_report(spark, str(output), DAY, METERS, MAGNITUDES, sample_size=3)
     pure = build_report(
-        DAY, 3, MAGNITUDES, summarise_keys(rows, DAY, METERS, sample_groups=3), sample_size=3
+        DAY, 3, MAGNITUDES, summarise_keys(STORED, DAY, METERS, sample_groups=3), sample_size=3
     )
     assert report == pure
     assert (report.missing, report.duplicates, report.unexpected) == (6 * 4, 3, 1)
 
-    (tmp_path / "meters.txt").write_text("\n".join(METERS))
-    code = main_completeness(
-        _args(
-            "--date",
-            str(DAY),
-            "--output",
-            str(output),
-            "--meters-file",
-            str(tmp_path / "meters.txt"),
-        ),
-        spark,
-    )
-    assert code == EXIT_INCOMPLETE
-    printed = json.loads(capsys.readouterr().out)
-    assert printed["missing"] == 24 and printed["measure_date"] == str(DAY)
-
-    full_day = main_completeness(
-        _args(
-            "--date",
-            str(DAY - dt.timedelta(days=1)),
-            "--output",
-            str(output),
-            "--meters-file",
-            str(tmp_path / "meters.txt"),
-        ),
-        spark,
-    )
-    assert full_day == EXIT_INCOMPLETE  # only one measure stored that day
-
 
 @pytest.mark.spark
-def test_complete_and_invalid_runs(spark: SparkSession, tmp_path: Path) -> None:
-    output = tmp_path / "measures"
-    spark.createDataFrame(
-        [(k.meter, k.measure_date, k.period, k.magnitude) for k in expected_keys(["UY1"], DAY)],
-        "meter string, measure_date date, period int, magnitude string",
-    ).write.partitionBy("measure_date").parquet(str(output))
+def test_the_command_reports_json_and_exit_codes(
+    spark: SparkSession, output: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     meters = tmp_path / "meters.txt"
-    meters.write_text("UY1\n")
+    meters.write_text("\n".join(METERS))
     base = ["--output", str(output), "--meters-file", str(meters)]
-    assert main_completeness(_args("--date", str(DAY), *base), spark) == EXIT_COMPLETE
+    assert main_completeness(_args("--date", str(PREVIOUS_DAY), *base), spark) == EXIT_COMPLETE
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["complete"], printed["expected"], printed["missing"]) == (True, 1152, 0)
+    assert printed["measure_date"] == str(PREVIOUS_DAY)
     assert main_completeness(_args("--date", "20-11-2026", *base), spark) == EXIT_INVALID
-    missing_root = ["--output", str(tmp_path / "nowhere"), "--meters-file", str(meters)]
-    assert main_completeness(_args("--date", str(DAY), *missing_root), spark) == EXIT_INVALID
+    nowhere = ["--output", str(tmp_path / "nowhere"), "--meters-file", str(meters)]
+    assert main_completeness(_args("--date", str(DAY), *nowhere), spark) == EXIT_INVALID
+    assert capsys.readouterr().out == ""

@@ -85,6 +85,27 @@ def test_not_consumed_by_the_deadline_is_lost_and_a_late_arrival_is_ignored() ->
     assert stats.pending == 0
 
 
+def test_late_arrival_is_lost() -> None:
+    tracker = LatencyTracker(deadline_seconds=5.0)
+    send(tracker, 1, 0, 1, at=0.0)
+    tracker.delivered("1:0:all", at=0.01)
+    assert not tracker.received("1:0:all", at=5.5)  # before expire() ran, but past the deadline
+    assert tracker.stats().messages[(1, "lost")] == 1
+    assert 1 not in tracker.stats().roundtrip_latency
+
+
+def test_undelivered_at_the_deadline_waits_for_the_report() -> None:
+    tracker = LatencyTracker(deadline_seconds=5.0)
+    send(tracker, 1, 0, 1, at=0.0)
+    assert tracker.expire(6.0) == 0  # no delivery report yet: the producer is still trying
+    tracker.delivered("1:0:all", at=6.5, error=True)  # message.timeout.ms ran out
+    assert tracker.stats().messages[(1, "failed")] == 1
+    assert tracker.expire(9.99) == 0
+    assert tracker.expire(10.0) == 1  # acks=1 never reported at all: lost after two deadlines
+    assert tracker.stats().messages == {(1, "ok"): 0, (1, "failed"): 1, (1, "lost"): 1}
+    assert tracker.stats().pending == 0
+
+
 def test_failed_produce_is_failed_not_lost() -> None:
     tracker = LatencyTracker(deadline_seconds=5.0)
     send(tracker, 1, 0, 1, at=0.0)
@@ -131,9 +152,7 @@ def test_every_outcome_exists_for_every_probed_broker() -> None:
     tracker = LatencyTracker()
     send(tracker, 1, 0, 1, at=0.0)
     send(tracker, 1, 1, 2, at=0.0)
-    assert tracker.stats().messages == {
-        (b, o): 0 for b in (1, 2) for o in ("ok", "failed", "lost")
-    }
+    assert tracker.stats().messages == {(b, o): 0 for b in (1, 2) for o in ("ok", "failed", "lost")}
 
 
 def test_invalid_arguments() -> None:

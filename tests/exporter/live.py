@@ -1,0 +1,137 @@
+"""Helpers for tests that run the exporter for real: as a process, or as uvicorn in a thread."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from exporter.app import create_app
+from exporter.service import CollectionService
+from tests.conftest import free_port
+from tests.exporter.exposition import Samples, samples
+
+
+@dataclass(frozen=True)
+class Running:
+    url: str
+    log: Path | None = None
+
+    def metrics(self) -> Samples:
+        return samples(httpx.get(f"{self.url}/metrics", timeout=5).text)
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", timeout=5)
+
+    def log_text(self) -> str:
+        return self.log.read_text() if self.log else ""
+
+
+def wait_for(check: Callable[[], object], timeout: float = 30, what: str = "condition") -> object:
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except (httpx.HTTPError, OSError):
+            last = None
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+
+
+@contextmanager
+def exporter_process(log: Path, *args: str) -> Iterator[Running]:
+    """`python -m exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then SIGKILL)."""
+    port = free_port()
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "exporter.cli", "--port", str(port), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    running = Running(f"http://127.0.0.1:{port}", log)
+    try:
+        wait_for(lambda: running.get("/healthz").status_code == 200, 30, "the exporter to listen")
+        yield running
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@contextmanager
+def exporter_thread(service: CollectionService) -> Iterator[Running]:
+    """The real app under uvicorn in a thread (for exporters built around injected clients)."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    running = Running(f"http://127.0.0.1:{port}")
+    try:
+        wait_for(lambda: running.get("/healthz").status_code == 200, 30, "uvicorn to listen")
+        yield running
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        sock.close()
+
+
+class _ProxyServer(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+class _Forward(socketserver.BaseRequestHandler):
+    upstream: tuple[str, int]
+
+    def handle(self) -> None:
+        with socket.create_connection(self.upstream, timeout=10) as up:
+            up.settimeout(None)
+            pump = threading.Thread(target=_copy, args=(up, self.request), daemon=True)
+            pump.start()
+            _copy(self.request, up)
+            pump.join(timeout=5)
+
+
+def _copy(src: socket.socket, dst: socket.socket) -> None:
+    with suppress(OSError):
+        while data := src.recv(65536):
+            dst.sendall(data)
+    with suppress(OSError):
+        dst.shutdown(socket.SHUT_WR)
+
+
+@contextmanager
+def tcp_proxy(port: int, upstream: str) -> Iterator[None]:
+    """Forward 127.0.0.1:port to upstream host:port, e.g. to make a cluster "appear" on a port."""
+    host, _, upstream_port = upstream.rpartition(":")
+    handler = type("Forward", (_Forward,), {"upstream": (host, int(upstream_port))})
+    server = _ProxyServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,213 @@
+"""The Kafka adapter against fake clients that answer with the recorded cluster's data."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+
+import pytest
+from confluent_kafka import KafkaError
+from kafka import errors as kafka_errors
+
+from benchmarks.exporter_snapshot import synthetic_snapshot
+from exporter.filters import Filters, NameFilter
+from exporter.snapshot import ClusterSnapshot
+from exporter.state import derive
+from tests.conftest import SCENARIOS
+from tests.exporter.fake_kafka import FakeCluster, Faults, kafka_exception
+from tests.exporter.recorded import snapshot
+
+
+def _comparable(collected: ClusterSnapshot, recorded: ClusterSnapshot) -> ClusterSnapshot:
+    """The adapter's snapshot with the fields a recording cannot have set to the recording's."""
+    assert collected.broker_min_insync_replicas == 2  # from the broker DescribeConfigs
+    assert set(collected.durations) >= {"metadata", "configs", "offsets", "total"}
+    return replace(
+        collected,
+        collected_at=recorded.collected_at,
+        durations=recorded.durations,
+        broker_min_insync_replicas=None,
+    )
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_adapter_rebuilds_the_recorded_snapshot(scenario: str) -> None:
+    recorded = snapshot(scenario)
+    adapter = FakeCluster(recorded).adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert _comparable(collected, recorded) == recorded
+    # The controller comes from the quorum, not from the metadata's "controller" (3 in the fake).
+    assert (collected.controller_id, collected.controller_source) == (2, "quorum")
+
+
+def _calls_per_collection(cluster: ClusterSnapshot) -> dict[str, int]:
+    fake = FakeCluster(cluster)
+    adapter = fake.adapter()
+    try:
+        adapter.collect(timeout=5)
+        fake.calls.clear()
+        collected = adapter.collect(timeout=5)  # the steady state: clients already bootstrapped
+    finally:
+        adapter.close()
+    assert collected.ok, collected.errors
+    return dict(fake.calls)
+
+
+def test_requests_grow_with_brokers_and_groups_not_partitions() -> None:
+    def expected(brokers: int, groups: int) -> dict[str, int]:
+        return {
+            "list_topics": 1,  # one Metadata request
+            "describe_configs": 2,  # all topics in one call, one broker's defaults
+            "list_offsets": 2,  # earliest and latest for every partition
+            "list_consumer_groups": 1,
+            "describe_consumer_groups": 1,
+            "list_consumer_group_offsets": groups,  # confluent-kafka: one group per call
+            "describe_metadata_quorum": 1,
+            "describe_cluster": 1,
+            "describe_log_dirs": brokers,  # one per broker so that one failure hides nothing
+        }
+
+    assert _calls_per_collection(snapshot("healthy")) == expected(brokers=3, groups=5)
+    small = _calls_per_collection(synthetic_snapshot(3, 60, 3, 5))
+    large = _calls_per_collection(synthetic_snapshot(3, 6000, 3, 5))
+    assert small == large == expected(brokers=3, groups=5)
+    assert _calls_per_collection(synthetic_snapshot(6, 60, 3, 20)) == expected(brokers=6, groups=20)
+
+
+def test_broker_down_log_dirs_failure_is_partial() -> None:
+    recorded = snapshot("broker-down")
+    adapter = FakeCluster(recorded).adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert [(e.phase, e.message) for e in collected.errors] == [
+        ("log_dirs", "broker 1: UnknownBrokerIdError: 1")
+    ]
+    assert [(b.broker, b.error is None, len(b.log_dirs)) for b in collected.log_dirs] == [
+        (1, False, 0),
+        (2, True, 1),
+        (3, True, 1),
+    ]
+    assert all(t.partitions[0].latest_offset is not None for t in collected.topics)
+    assert len(collected.groups) == 5
+
+
+def test_offsets_of_partitions_led_by_an_unreachable_broker_are_missing_the_rest_kept() -> None:
+    fake = FakeCluster(snapshot("healthy"), Faults(offsets_leader_down=2))
+    adapter = fake.adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    ((phase, message),) = [(e.phase, e.message) for e in collected.errors]
+    assert phase == "offsets"
+    assert re.match(r"44 of 136 partition offsets failed, first: .*leader unreachable", message)
+    for t in collected.topics:
+        for p in t.partitions:
+            assert (p.latest_offset is None) == (p.leader == 2)
+    state = derive(None, collected)
+    lags = {(i.group, i.partition): i.lag for i in state.group_lags if i.topic == "measure"}
+    assert lags[("billing", 1)] is None  # measure-1 is led by broker 2
+    assert lags[("billing", 0)] == 37_487 - 37_314  # measure-0 is led by broker 1
+
+
+def test_metadata_failure_yields_no_cluster_data() -> None:
+    error = kafka_exception(
+        KafkaError._TRANSPORT, "Failed to get metadata: Local: Broker transport failure"
+    )
+    fake = FakeCluster(snapshot("healthy"), Faults(metadata=error))
+    adapter = fake.adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert [(e.phase, e.message) for e in collected.errors] == [
+        (
+            "metadata",
+            "KafkaError _TRANSPORT: Failed to get metadata: Local: Broker transport failure",
+        )
+    ]
+    assert not collected.has_metadata
+    assert (collected.brokers, collected.topics, collected.groups) == ((), (), ())
+    assert fake.calls == {"list_topics": 1}
+
+
+def test_a_hanging_call_is_bounded_by_the_collection_timeout() -> None:
+    fake = FakeCluster(snapshot("healthy"), Faults(hang={"list_offsets", "describe_log_dirs"}))
+    adapter = fake.adapter()
+    try:
+        started = time.monotonic()
+        collected = adapter.collect(timeout=0.5)
+        elapsed = time.monotonic() - started
+    finally:
+        fake.released.set()
+        adapter.close()
+    assert elapsed < 1.5
+    assert collected.failed_phases == {"offsets", "log_dirs"}
+    assert all(p.latest_offset is None for t in collected.topics for p in t.partitions)
+    assert collected.groups and collected.quorum is not None  # the other phases still answered
+
+
+def test_without_kafka_python_the_rest_is_collected() -> None:
+    error = kafka_errors.KafkaTimeoutError("Unable to bootstrap from fake:9092")
+    adapter = FakeCluster(snapshot("healthy"), Faults(legacy_bootstrap=error)).adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert collected.failed_phases == {"cluster", "log_dirs"}
+    assert "Unable to bootstrap" in collected.errors[0].message
+    assert (collected.controller_id, collected.controller_source) == (3, "metadata")
+    assert collected.log_dirs == () and len(collected.topics) == 5
+
+
+def test_not_kraft_means_no_quorum_and_no_error() -> None:
+    adapter = FakeCluster(replace(snapshot("healthy"), quorum=None)).adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert collected.ok
+    assert (collected.quorum, collected.controller_id, collected.controller_source) == (
+        None,
+        3,
+        "metadata",
+    )
+
+
+def test_describe_groups_failure_keeps_committed_offsets_and_lag() -> None:
+    error = kafka_exception(KafkaError._UNSUPPORTED_FEATURE, "Required feature not supported")
+    adapter = FakeCluster(snapshot("healthy"), Faults(describe_groups=error)).adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert collected.failed_phases == {"groups"}
+    assert collected.errors[0].message.startswith("DescribeGroups 5 of 5 groups failed")
+    billing = next(g for g in collected.groups if g.group_id == "billing")
+    assert (billing.state, billing.members) == (None, None)
+    lag = sum(i.lag or 0 for i in derive(None, collected).group_lags if i.group == "billing")
+    assert lag == 1055
+
+
+def test_filters_apply_to_topics_offsets_and_groups() -> None:
+    filters = Filters(
+        topics=NameFilter(exclude=re.compile(r"^__|^verify")),
+        groups=NameFilter(include=re.compile(r"^(billing|verify-group)$")),
+    )
+    fake = FakeCluster(snapshot("healthy"))
+    adapter = fake.adapter(filters)
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert [t.name for t in collected.topics] == ["events", "measure", "measure-quarantine"]
+    assert [g.group_id for g in collected.groups] == ["billing", "verify-group"]
+    verify = collected.groups[1]
+    assert verify.committed == ()  # its offsets are on an excluded topic
+    assert fake.calls["list_consumer_group_offsets"] == 2

@@ -1,0 +1,105 @@
+"""Configuration: flags over environment, and exit code 2 with one line for every mistake."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from exporter.config import ConfigError, parse_config
+
+
+def test_defaults() -> None:
+    config = parse_config([], {})
+    assert (config.bootstrap_servers, config.listen_address, config.port) == (
+        "127.0.0.1:9092",
+        "127.0.0.1",
+        9308,
+    )
+    assert (config.collection_interval, config.collection_timeout) == (15.0, 10.0)
+    assert config.filters.topics.allows("__consumer_offsets") and config.filters.groups.allows("x")
+    assert dict(config.kafka_options) == {} and config.log_level == "INFO"
+
+
+def test_flags_win_over_environment() -> None:
+    env = {
+        "VIGIA_KAFKA_BOOTSTRAP_SERVERS": "env:9092",
+        "VIGIA_EXPORTER_PORT": "9999",
+        "VIGIA_EXPORTER_TOPIC_EXCLUDE": "^__",
+        "VIGIA_EXPORTER_GROUP_INCLUDE": "^vigia",
+        "VIGIA_KAFKA_OPTIONS": "security.protocol=SASL_SSL,sasl.username=env",
+        "VIGIA_LOG_LEVEL": "debug",
+    }
+    config = parse_config(
+        ["--bootstrap-servers", "flag:9092", "--kafka-option", "sasl.username=flag"], env
+    )
+    assert config.bootstrap_servers == "flag:9092"
+    assert config.port == 9999
+    assert dict(config.kafka_options) == {"security.protocol": "SASL_SSL", "sasl.username": "flag"}
+    assert not config.filters.topics.allows("__consumer_offsets") and config.filters.topics.allows(
+        "measure"
+    )
+    assert config.filters.groups.allows("vigia-ingest") and not config.filters.groups.allows(
+        "billing"
+    )
+    assert config.log_level == "DEBUG"
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["--group-exclude", "[a-"], "--group-exclude: invalid regular expression '[a-'"),
+        (
+            ["--collection-timeout", "soon"],
+            "--collection-timeout: 'soon' is not a number of seconds",
+        ),
+        (["--log-level", "chatty"], "--log-level: unknown level 'chatty'"),
+        (["--topic-includ", "x"], "unrecognized arguments: --topic-includ x"),  # no abbreviations
+    ],
+)
+def test_config_errors_are_one_line(argv: list[str], reason: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config(argv, {})
+    assert str(raised.value).startswith(reason)
+    assert "\n" not in str(raised.value)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "--bootstrap-servers", "127.0.0.1:1", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (("--topic-include", "("), "--topic-include: invalid regular expression '('"),
+        (("--bogus",), "unrecognized arguments: --bogus"),
+        (("--kafka-option", "nonsense"), "Kafka option 'nonsense' is not KEY=VALUE"),
+        (
+            ("--kafka-option", "no.such.property=1"),
+            'invalid Kafka option: No such configuration property: "no.such.property"',
+        ),
+    ],
+)
+def test_invalid_configuration_exits_2_with_one_line(args: tuple[str, ...], reason: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"vigia-exporter: error: {reason}")
+    assert result.stdout == ""
+
+
+def test_port_in_use_exits_2_with_one_line() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = _run("--port", str(port))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"vigia-exporter: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]

@@ -1,0 +1,255 @@
+"""End to end against librdkafka's mock cluster: the real adapter, loop and HTTP server.
+
+The mock speaks the Kafka protocol on loopback but lacks several admin APIs (DescribeConfigs and
+DescribeCluster time out, ListGroups/DescribeGroups are unsupported, kafka-python cannot
+bootstrap from it, OffsetFetch ignores "all topics"). The exporter runs against it as it would
+against any cluster, reporting those phases as failed; where a test needs group data, a thin
+wrapper fills only the mock's gaps and still sends the real OffsetFetch to the mock.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+from collections.abc import Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConsumerGroupListing, ListConsumerGroupsResult
+
+from exporter.filters import Filters
+from exporter.kafka_adapter import KafkaAdapter
+from exporter.service import CollectionService
+from tests.conftest import MockCluster, free_port, start_mock_cluster
+from tests.exporter.exposition import value
+from tests.exporter.live import exporter_process, exporter_thread, tcp_proxy, wait_for
+
+# The mock's admin gaps make these phases fail on every collection.
+MOCK_UNSUPPORTED = {"cluster", "configs", "groups", "log_dirs"}
+FAST = ("--collection-interval", "0.5", "--collection-timeout", "1.5")
+
+
+def _produce(bootstrap: str, topic: str, count: int) -> Counter[int]:
+    """Messages delivered per partition."""
+    delivered: Counter[int] = Counter()
+
+    def on_delivery(err: object, msg: Any) -> None:
+        assert err is None, err
+        delivered[msg.partition()] += 1
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=f"meter-{i % 97}", value=b"{}", on_delivery=on_delivery)
+    assert producer.flush(30) == 0
+    return delivered
+
+
+def _offsets(found: Mapping[Any, float], topic: str) -> dict[int, float]:
+    return {
+        int(labels["partition"]): v
+        for (name, labels), v in found.items()
+        if name == "kafka_topic_partition_current_offset" and labels["topic"] == topic
+    }
+
+
+def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
+    cluster: MockCluster | None = start_mock_cluster()
+    assert cluster is not None
+    bootstrap = cluster.bootstrap_servers
+    delivered = _produce(bootstrap, "readings", 400)
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    leaders = {p.id: p.leader for p in metadata.topics["readings"].partitions.values()}
+
+    with exporter_process(
+        tmp_path / "exporter.log", "--bootstrap-servers", bootstrap, *FAST
+    ) as exp:
+        found = wait_for(
+            lambda: _offsets(exp.metrics(), "readings") and exp.metrics(), what="offsets"
+        )
+        assert isinstance(found, dict)
+        assert _offsets(found, "readings") == dict(delivered)
+        assert value(found, "kafka_brokers") == 3
+        assert value(found, "kafka_topic_partitions", topic="readings") == len(leaders)
+        for partition, leader in leaders.items():
+            labels = {"topic": "readings", "partition": str(partition)}
+            assert value(found, "kafka_topic_partition_leader", **labels) == leader
+            assert value(found, "kafka_topic_partition_oldest_offset", **labels) == 0
+            assert value(found, "kafka_topic_partition_in_sync_replica", **labels) == 3
+        assert value(found, "vigia_exporter_up") == 0  # the mock lacks some admin APIs
+        failing = {
+            labels["phase"]
+            for (name, labels), v in found.items()
+            if name == "vigia_exporter_collection_errors_total" and v > 0
+        }
+        assert failing == MOCK_UNSUPPORTED
+
+        # More traffic: the next collections see it, as offsets and as a rate.
+        more = _produce(bootstrap, "readings", 300)
+        expected = {p: delivered[p] + more[p] for p in delivered | more}
+        wait_for(lambda: _offsets(exp.metrics(), "readings") == expected, what="new offsets")
+        rate = wait_for(
+            lambda: value(exp.metrics(), "kafka_topic_messages_in_per_second", topic="readings"),
+            what="a non-zero rate",
+        )
+        assert isinstance(rate, float) and rate > 0
+
+        doc = exp.get("/api/v1/cluster").json()
+        readings = next(t for t in doc["topics"] if t["name"] == "readings")
+        assert sum(p["latest_offset"] for p in readings["partitions"]) == 700
+        assert {e["phase"] for e in doc["errors"]} == MOCK_UNSUPPORTED
+        assert exp.get("/readyz").json() == {"ready": True, "up": False}
+
+        # The whole cluster goes away: collection keeps running, Kafka families vanish, up 0.
+        cluster = None
+        gc.collect()
+        wait_for(lambda: value(exp.metrics(), "kafka_brokers") is None, what="brokers to vanish")
+        gone = exp.metrics()
+        assert not any(name.startswith("kafka_topic") for name, _ in gone)
+        assert (value(gone, "vigia_exporter_collection_errors_total", phase="metadata") or 0) >= 1
+    log = exp.log_text()
+    assert "partial collection, failed phases:" in log
+    assert "cannot collect from Kafka at" in log and "retrying in" in log
+
+
+def test_unreachable_bootstrap_at_start_then_the_cluster_appears(tmp_path: Path) -> None:
+    cluster = start_mock_cluster()
+    first_broker = cluster.bootstrap_servers.split(",")[0]
+    port = free_port()  # nothing listens here yet
+    options = ("--kafka-option", "reconnect.backoff.max.ms=500")
+    args = ("--bootstrap-servers", f"127.0.0.1:{port}", *options, *FAST)
+    with exporter_process(tmp_path / "exporter.log", *args) as exp:
+        wait_for(
+            lambda: value(
+                exp.metrics(), "vigia_exporter_collection_errors_total", phase="metadata"
+            ),
+            what="a failed collection",
+        )
+        down = exp.metrics()
+        assert value(down, "vigia_exporter_up") == 0
+        assert value(down, "kafka_brokers") is None
+        assert exp.get("/api/v1/cluster").json()["errors"][0]["phase"] == "metadata"
+        wait_for(lambda: "retrying in" in exp.log_text(), what="the retry log line")
+        assert f"cannot collect from Kafka at 127.0.0.1:{port}" in exp.log_text()
+
+        with tcp_proxy(port, first_broker):  # the cluster "appears" on the bootstrap address
+            wait_for(lambda: value(exp.metrics(), "kafka_brokers") == 3, 60, "recovery")
+            wait_for(lambda: "Kafka reachable again" in exp.log_text(), what="the recovery log")
+    del cluster
+
+
+class _MockGapsAdmin:
+    """The real AdminClient on the mock, filling two gaps of the mock only: ListGroups (unsupported)
+    and OffsetFetch for all topics (the mock answers it empty, so the partitions are named)."""
+
+    def __init__(self, admin: AdminClient, groups: list[str]) -> None:
+        self._admin = admin
+        self._groups = groups
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._admin, name)
+
+    def list_consumer_groups(self, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(
+            ListConsumerGroupsResult([ConsumerGroupListing(g, False) for g in self._groups])
+        )
+        return future
+
+    def list_consumer_group_offsets(
+        self, requests: list[Any], **kwargs: Any
+    ) -> dict[str, Future[Any]]:
+        metadata = self._admin.list_topics(timeout=5)
+        named = [
+            ConsumerGroupTopicPartitions(
+                r.group_id,
+                [TopicPartition(t, p) for t, tm in metadata.topics.items() for p in tm.partitions],
+            )
+            for r in requests
+        ]
+        return self._admin.list_consumer_group_offsets(named, **kwargs)
+
+
+def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
+    bootstrap = mock_cluster.bootstrap_servers
+    delivered = _produce(bootstrap, "orders", 200)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "billing",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    adapter = KafkaAdapter(
+        bootstrap,
+        {},
+        Filters(),
+        admin_factory=lambda config: _MockGapsAdmin(AdminClient(dict(config)), ["billing"]),
+    )
+    service = CollectionService(adapter.collect, interval=0.5, timeout=1.5)
+    try:
+        consumer.subscribe(["orders"])
+        read = 0
+        while read < 120:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None:
+                read += 1
+        consumer.commit(asynchronous=False)
+        committed = {
+            tp.partition: tp.offset
+            for tp in consumer.committed(
+                [TopicPartition("orders", p) for p in delivered], timeout=10
+            )
+            if tp.offset >= 0
+        }
+        expected_lag = {p: delivered[p] - committed[p] for p in committed}
+
+        with exporter_thread(service) as exp:
+
+            def lags() -> dict[int, float]:
+                return {
+                    int(labels["partition"]): v
+                    for (name, labels), v in exp.metrics().items()
+                    if name == "kafka_consumergroup_lag" and labels["consumergroup"] == "billing"
+                }
+
+            wait_for(lambda: lags() == expected_lag, what=f"lag {expected_lag}")
+            found = exp.metrics()
+            assert value(
+                found, "kafka_consumergroup_lag_sum", consumergroup="billing", topic="orders"
+            ) == sum(expected_lag.values())
+            assert value(
+                found,
+                "kafka_consumergroup_current_offset_sum",
+                consumergroup="billing",
+                topic="orders",
+            ) == sum(committed.values())
+            assert (
+                value(found, "vigia_exporter_collection_errors_total", phase="group_offsets") == 0
+            )
+
+            # The consumer catches up and commits: lag drops to 0 on every partition, and the
+            # consumed rate shows the commits.
+            while read < 200:
+                msg = consumer.poll(1.0)
+                if msg is not None and msg.error() is None:
+                    read += 1
+            consumer.commit(asynchronous=False)
+            wait_for(lambda: lags() and set(lags().values()) == {0}, what="lag 0")
+            rate = wait_for(
+                lambda: value(
+                    exp.metrics(),
+                    "kafka_consumergroup_messages_consumed_per_second",
+                    consumergroup="billing",
+                    topic="orders",
+                ),
+                what="a consumed rate",
+            )
+            assert isinstance(rate, float) and rate > 0
+            group = exp.get("/api/v1/cluster").json()["groups"][0]
+            assert (group["group_id"], group["topics"][0]["lag"]) == ("billing", 0)
+    finally:
+        consumer.close()
+        adapter.close()

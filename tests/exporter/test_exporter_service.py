@@ -1,0 +1,197 @@
+"""The collection loop and the HTTP app, in process, with fake Kafka clients."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+from fastapi.testclient import TestClient
+
+from exporter.app import create_app
+from exporter.service import GRACE_SECONDS, CollectionService
+from exporter.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
+from tests.exporter.exposition import samples, value
+from tests.exporter.fake_kafka import FakeCluster
+from tests.exporter.recorded import snapshot
+
+
+def test_endpoints_before_and_after_the_first_collection() -> None:
+    fake = FakeCluster(snapshot("healthy"))
+    adapter = fake.adapter()
+    service = CollectionService(adapter.collect, interval=60, timeout=5)
+    try:
+        with TestClient(create_app(service, manage_service=False)) as client:
+            assert client.get("/healthz").json() == {"status": "ok"}
+            assert client.get("/readyz").status_code == 503
+            missing = client.get("/api/v1/cluster")
+            assert missing.status_code == 503 and "error" in missing.json()
+            assert value(samples(client.get("/metrics").text), "vigia_exporter_up") == 0
+            assert "No collection has completed yet" in client.get("/").text
+
+            service.collect_once()
+            assert client.get("/readyz").json() == {"ready": True, "up": True}
+            metrics = client.get("/metrics")
+            assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+            found = samples(metrics.text)
+            assert value(found, "vigia_exporter_up") == 1
+            assert value(found, "kafka_brokers") == 3
+            assert (
+                value(
+                    found, "kafka_consumergroup_lag_sum", consumergroup="billing", topic="measure"
+                )
+                == 1055
+            )
+            assert (
+                value(found, "vigia_exporter_collection_duration_seconds", phase="total")
+                is not None
+            )
+            cluster = client.get("/api/v1/cluster").json()
+            assert cluster["up"] is True and cluster["cluster"]["controller_id"] == 2
+            landing = client.get("/")
+            assert "3 brokers, 5 topics, 5 consumer groups" in landing.text
+            assert 'href="/metrics"' in landing.text
+    finally:
+        adapter.close()
+
+
+def test_broker_down_mid_life_is_a_partial_collection() -> None:
+    fake = FakeCluster(snapshot("healthy"))
+    adapter = fake.adapter()
+    service = CollectionService(adapter.collect, interval=60, timeout=5)
+    try:
+        with TestClient(create_app(service, manage_service=False)) as client:
+            service.collect_once()
+            assert value(samples(client.get("/metrics").text), "vigia_exporter_up") == 1
+
+            fake.snapshot = snapshot("broker-down")
+            service.collect_once()
+            found = samples(client.get("/metrics").text)
+            assert value(found, "vigia_exporter_up") == 0
+            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 1
+            assert value(found, "vigia_exporter_collection_errors_total", phase="offsets") == 0
+            # Everything else is still collected from the brokers that answer.
+            assert value(found, "kafka_brokers") == 2
+            assert value(found, "kafka_broker_leader_partitions", broker="2") == 35
+            assert value(
+                found,
+                "kafka_partition_replica_size_bytes",
+                topic="measure",
+                partition="0",
+                broker="2",
+            )
+            assert (
+                value(found, "kafka_topic_partition_current_offset", topic="measure", partition="0")
+                == 53_465
+            )
+            errors = client.get("/api/v1/cluster").json()["errors"]
+            assert errors == [{"phase": "log_dirs", "message": "broker 1: UnknownBrokerIdError: 1"}]
+
+            fake.snapshot = snapshot("rebalanced")
+            service.collect_once()
+            found = samples(client.get("/metrics").text)
+            assert value(found, "vigia_exporter_up") == 1
+            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 1
+    finally:
+        adapter.close()
+
+
+def test_deleted_topics_and_groups_disappear_from_metrics() -> None:
+    healthy = snapshot("healthy")
+    fake = FakeCluster(healthy)
+    adapter = fake.adapter()
+    service = CollectionService(adapter.collect, interval=60, timeout=5)
+    try:
+        with TestClient(create_app(service, manage_service=False)) as client:
+            service.collect_once()
+            assert 'topic="measure-quarantine"' in client.get("/metrics").text
+            fake.snapshot = replace(
+                healthy,
+                topics=tuple(t for t in healthy.topics if t.name != "measure-quarantine"),
+                log_dirs=(),
+                groups=tuple(g for g in healthy.groups if g.group_id != "verify-group"),
+            )
+            service.collect_once()
+            text = client.get("/metrics").text
+            assert 'topic="measure-quarantine"' not in text
+            assert 'consumergroup="verify-group"' not in text
+            assert 'consumergroup="verify-group-848"' in text
+    finally:
+        adapter.close()
+
+
+def test_a_hanging_collection_is_abandoned_and_metrics_stay_fast(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    calls: list[float] = []
+
+    def hanging(timeout: float) -> ClusterSnapshot:
+        calls.append(timeout)
+        release.wait()
+        return empty_snapshot(time.time(), ())
+
+    service = CollectionService(hanging, interval=0.2, timeout=0.3)
+    try:
+        with TestClient(create_app(service)) as client:  # starts the loop
+            started = time.monotonic()
+            while service.state is None and time.monotonic() - started < 10:
+                response_started = time.monotonic()
+                client.get("/metrics")
+                assert time.monotonic() - response_started < 0.5  # never waits for the collection
+                time.sleep(0.05)
+            assert 0.3 <= time.monotonic() - started < 0.3 + GRACE_SECONDS + 1.0
+            found = samples(client.get("/metrics").text)
+            assert value(found, "vigia_exporter_up") == 0
+            assert (
+                value(found, "vigia_exporter_collection_errors_total", phase="collection") or 0
+            ) >= 1
+            while service.state is not None and service.state.collections_total < 2:
+                time.sleep(0.05)
+    finally:
+        release.set()
+    assert "collection timed out after 0.3 s" in caplog.text
+    # While the first one still hangs, no second collection piles up on it.
+    assert "the previous collection is still running" in caplog.text
+    assert calls == [0.3]
+
+
+def test_unreachable_cluster_retries_with_backoff_and_recovers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    down = [True]
+    good = snapshot("healthy")
+
+    def collect(timeout: float) -> ClusterSnapshot:
+        if down[0]:
+            return empty_snapshot(
+                time.time(), (PhaseError("metadata", "KafkaError _TRANSPORT: down"),)
+            )
+        return good
+
+    service = CollectionService(collect, interval=1, timeout=1, bootstrap_servers="kafka:9092")
+    caplog.set_level(logging.INFO, logger="exporter.service")
+    for _ in range(4):
+        service.collect_once()
+
+    def delays() -> list[str]:
+        return [
+            r.getMessage().split("retrying in ")[1].split(" s")[0]
+            for r in caplog.records
+            if "retrying in" in r.getMessage()
+        ]
+
+    assert delays() == ["1", "2", "4", "8"]
+    first = next(r.getMessage() for r in caplog.records if "retrying in" in r.getMessage())
+    assert (
+        "cannot collect from Kafka at kafka:9092 (metadata: KafkaError _TRANSPORT: down)" in first
+    )
+    assert "vigia_exporter_up is 0" in first
+    down[0] = False
+    assert service.collect_once().up
+    assert "Kafka reachable again after 4 failed collection(s)" in caplog.text
+    down[0] = True
+    service.collect_once()
+    assert delays()[-1] == "1"  # the backoff starts over after a recovery

@@ -1,0 +1,85 @@
+"""Shared by the ingest job tests: one local Spark session (starting Spark takes seconds), topics
+on the mock cluster, and simulator runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
+
+from confluent_kafka import Producer
+from pyspark.sql import SparkSession
+
+from ingest.job import quiet_spark_logs, session_settings
+from ingest.simulator.cli import main as simulate
+from ingest.simulator.manifest import Manifest, load_manifest
+
+TOPIC = "measure"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    builder = SparkSession.builder.appName("vigia-ingest-tests")
+    for key, value in session_settings("local[2]").items():
+        builder = builder.config(key, value)
+    session = (
+        builder.config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    quiet_spark_logs(session, "INFO")
+    yield session
+    session.stop()
+
+
+def create_topic(bootstrap_servers: str, topic: str = TOPIC) -> None:
+    """The mock cluster creates a topic (4 partitions) when a producer asks for its metadata."""
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "log_level": 3})
+    metadata = producer.list_topics(topic, timeout=10)
+    assert metadata.topics[topic].error is None
+
+
+def utc_day(days_ago: int) -> dt.date:
+    return dt.datetime.now(dt.UTC).date() - dt.timedelta(days=days_ago)
+
+
+def backfill(
+    bootstrap_servers: str,
+    manifest: Path,
+    *,
+    day: dt.date,
+    meters: int,
+    malformed_ratio: float = 0.0,
+    duplicate_ratio: float = 0.0,
+    seed: int = 42,
+) -> Manifest:
+    """One simulated day (meters × 96 × 4 valid measures) through vigia-simulate."""
+    code = simulate(
+        [
+            "backfill",
+            "--bootstrap-servers",
+            bootstrap_servers,
+            "--topic",
+            TOPIC,
+            "--start-date",
+            day.isoformat(),
+            "--meters",
+            str(meters),
+            "--malformed-ratio",
+            str(malformed_ratio),
+            "--duplicate-ratio",
+            str(duplicate_ratio),
+            "--seed",
+            str(seed),
+            "--manifest",
+            str(manifest),
+            "--metrics-port",
+            "0",
+        ]
+    )
+    assert code == 0
+    return load_manifest(manifest)

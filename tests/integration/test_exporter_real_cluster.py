@@ -1,0 +1,245 @@
+"""The exporter against a real Kafka cluster (VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS), checked against
+the cluster's own answers. Creates one topic and one consumer group named vigia-it-<random> and
+deletes them at the end; everything else is only read.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
+
+from tests.exporter.exposition import Samples, value
+from tests.exporter.live import Running, exporter_process, wait_for
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+MESSAGES = 300
+CONSUMED = 120
+
+
+@pytest.fixture
+def admin(real_kafka_bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": real_kafka_bootstrap})
+
+
+@pytest.fixture
+def scratch_topic(admin: AdminClient, real_kafka_bootstrap: str) -> Iterator[str]:
+    """A topic with MESSAGES messages and a group that committed CONSUMED of them."""
+    name = f"vigia-it-{uuid.uuid4().hex[:8]}"
+    brokers = len(admin.list_topics(timeout=10).brokers)
+    futures = admin.create_topics([NewTopic(name, PARTITIONS, min(3, brokers))], request_timeout=30)
+    futures[name].result(timeout=30)
+    try:
+        producer = Producer({"bootstrap.servers": real_kafka_bootstrap, "acks": "all"})
+        for i in range(MESSAGES):
+            producer.produce(name, key=str(i), value=b"{}")
+        assert producer.flush(30) == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": real_kafka_bootstrap,
+                "group.id": name,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.subscribe([name])
+        read = 0
+        while read < CONSUMED:
+            msg = consumer.poll(5.0)
+            assert msg is not None, "no message within 5 s"
+            if msg.error() is None:
+                read += 1
+        consumer.commit(asynchronous=False)
+        consumer.close()
+        yield name  # also the group's name
+    finally:
+        admin.delete_topics([name], request_timeout=30)[name].result(timeout=30)
+        for future in admin.delete_consumer_groups([name], request_timeout=30).values():
+            future.result(timeout=30)
+
+
+@pytest.fixture
+def exporter(real_kafka_bootstrap: str, tmp_path: Path) -> Iterator[Running]:
+    args = ("--bootstrap-servers", real_kafka_bootstrap, "--collection-interval", "2")
+    with exporter_process(
+        tmp_path / "exporter.log", *args, "--collection-timeout", "15"
+    ) as running:
+        yield running
+
+
+def _scrape_when_up(exporter: Running) -> Samples:
+    def up() -> Samples | None:
+        found = exporter.metrics()
+        return found if value(found, "vigia_exporter_up") == 1 else None
+
+    try:
+        found = wait_for(up, 60, "vigia_exporter_up 1")
+    except AssertionError:
+        errors = exporter.get("/api/v1/cluster").json().get("errors")
+        raise AssertionError(f"exporter never fully succeeded: {errors}") from None
+    assert isinstance(found, dict)
+    return found
+
+
+def _latest_and_earliest(
+    admin: AdminClient, tps: list[TopicPartition]
+) -> tuple[dict[Any, int], dict[Any, int]]:
+    latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=30)
+    earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in tps}, request_timeout=30)
+    return (
+        {(tp.topic, tp.partition): f.result(30).offset for tp, f in latest.items()},
+        {(tp.topic, tp.partition): f.result(30).offset for tp, f in earliest.items()},
+    )
+
+
+def test_topology_and_offsets_match_the_cluster(exporter: Running, admin: AdminClient) -> None:
+    before = admin.list_topics(timeout=10)
+    tps = [TopicPartition(t, p) for t, tm in before.topics.items() for p in tm.partitions]
+    latest_before, _ = _latest_and_earliest(admin, tps)
+    found = _scrape_when_up(exporter)
+    after = admin.list_topics(timeout=10)
+    latest_after, earliest_after = _latest_and_earliest(admin, tps)
+
+    assert value(found, "kafka_brokers") == len(after.brokers)
+    for b in after.brokers.values():
+        infos = [k for (n, k) in found if n == "kafka_broker_info" and k["id"] == str(b.id)]
+        assert [k["address"] for k in infos] == [f"{b.host}:{b.port}"]
+    stable = 0
+    for name, tm in after.topics.items():
+        assert value(found, "kafka_topic_partitions", topic=name) == len(tm.partitions)
+        for p in tm.partitions.values():
+            labels = {"topic": name, "partition": str(p.id)}
+            old = before.topics.get(name)
+            if old is None or old.partitions[p.id].leader != p.leader:
+                continue  # leadership moved while we looked: nothing to compare
+            stable += 1
+            assert value(found, "kafka_topic_partition_leader", **labels) == p.leader
+            assert value(found, "kafka_topic_partition_replicas", **labels) == len(p.replicas)
+            if sorted(old.partitions[p.id].isrs) == sorted(p.isrs):  # ISR unchanged meanwhile
+                assert value(found, "kafka_topic_partition_in_sync_replica", **labels) == len(
+                    p.isrs
+                )
+                for r in p.replicas:
+                    in_sync = value(
+                        found, "kafka_partition_replica_in_sync", broker=str(r), **labels
+                    )
+                    assert in_sync == int(r in p.isrs)
+            current = value(found, "kafka_topic_partition_current_offset", **labels)
+            key = (name, p.id)
+            assert current is not None and latest_before[key] <= current <= latest_after[key]
+            assert (
+                value(found, "kafka_topic_partition_oldest_offset", **labels) <= earliest_after[key]
+            )
+    assert stable > 0
+    leaders = sum(v for (n, _), v in found.items() if n == "kafka_broker_leader_partitions")
+    assert leaders == sum(
+        1 for tm in after.topics.values() for p in tm.partitions.values() if p.leader >= 0
+    )
+
+
+def test_controller_is_the_quorum_leader(exporter: Running, real_kafka_bootstrap: str) -> None:
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=real_kafka_bootstrap.split(","))
+    try:
+        quorum = client.describe_metadata_quorum()
+    finally:
+        client.close()
+    leader = quorum["topics"][0]["partitions"][0]["leader_id"]
+    found = _scrape_when_up(exporter)
+    (info,) = [k for (n, k) in found if n == "kafka_cluster_info"]
+    assert info["controller_id"] == str(leader)
+    assert exporter.get("/api/v1/cluster").json()["cluster"]["controller_source"] == "quorum"
+
+
+def test_sizes_and_min_isr_match_the_cluster(exporter: Running, admin: AdminClient) -> None:
+    before = admin.list_topics(timeout=10)
+    found = _scrape_when_up(exporter)
+    metadata = admin.list_topics(timeout=10)
+    for b in metadata.brokers:
+        dirs = [
+            k
+            for (n, k) in found
+            if n == "kafka_broker_log_dir_size_bytes" and k["broker"] == str(b)
+        ]
+        assert dirs, f"no log dir reported for broker {b}"
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in metadata.topics]
+    configs = {
+        r.name: f.result(30)
+        for r, f in admin.describe_configs(resources, request_timeout=30).items()
+    }
+    for name, tm in metadata.topics.items():
+        min_isr = int(configs[name]["min.insync.replicas"].value)
+        for p in tm.partitions.values():
+            labels = {"topic": name, "partition": str(p.id)}
+            old = before.topics.get(name)
+            if old is not None and sorted(old.partitions[p.id].isrs) == sorted(p.isrs):
+                expected = int(len(p.isrs) < min_isr)
+                assert value(found, "kafka_topic_partition_under_min_isr", **labels) == expected
+            for r in p.replicas:
+                if r in metadata.brokers:
+                    size = value(
+                        found, "kafka_partition_replica_size_bytes", broker=str(r), **labels
+                    )
+                    assert size is not None and size >= 0
+
+
+def test_group_lag(exporter: Running, scratch_topic: str) -> None:
+    topic = group = scratch_topic
+
+    def lag_sum() -> float | None:
+        return value(
+            exporter.metrics(), "kafka_consumergroup_lag_sum", consumergroup=group, topic=topic
+        )
+
+    assert wait_for(lambda: lag_sum() == MESSAGES - CONSUMED, 60, f"lag {MESSAGES - CONSUMED}")
+    found = exporter.metrics()
+    committed = value(
+        found, "kafka_consumergroup_current_offset_sum", consumergroup=group, topic=topic
+    )
+    assert committed == CONSUMED
+    assert value(found, "kafka_consumergroup_members", consumergroup=group) == 0
+    assert (
+        value(found, "kafka_consumergroup_info", consumergroup=group, state="EMPTY", protocol="")
+        == 1
+    )
+    offsets = sum(
+        v
+        for (n, k), v in found.items()
+        if n == "kafka_topic_partition_current_offset" and k["topic"] == topic
+    )
+    assert offsets == MESSAGES
+    doc = exporter.get("/api/v1/cluster").json()
+    (entry,) = [g for g in doc["groups"] if g["group_id"] == group]
+    assert entry["topics"] == [
+        {
+            "topic": topic,
+            "lag": MESSAGES - CONSUMED,
+            "committed_offset_sum": CONSUMED,
+            "max_lag_seconds": None,
+            "messages_consumed_per_second": entry["topics"][0]["messages_consumed_per_second"],
+        }
+    ]
+
+
+def test_deleted_topic_vanishes(exporter: Running, admin: AdminClient) -> None:
+    name = f"vigia-it-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(name, 1, 1)], request_timeout=30)[name].result(timeout=30)
+    try:
+        wait_for(
+            lambda: value(exporter.metrics(), "kafka_topic_partitions", topic=name) == 1,
+            60,
+            "the topic",
+        )
+    finally:
+        admin.delete_topics([name], request_timeout=30)[name].result(timeout=30)
+    wait_for(
+        lambda: f'topic="{name}"' not in exporter.get("/metrics").text, 60, "the topic to vanish"
+    )

@@ -1,0 +1,448 @@
+"""Hours of realistic metric history for a real Prometheus, written as OpenMetrics for
+`promtool tsdb create-blocks-from openmetrics`.
+
+Sources, each stamped with the job/instance/cluster labels Prometheus' scrape would add:
+- vigia-exporter: `exporter.recording.replay` over the five recorded cluster states, repeated in
+  cycles. Each cycle is a copy of the recordings shifted in time, with offsets, committed offsets and
+  replica sizes advanced at the rates recorded between `healthy` and `rebalanced` (so counters keep
+  growing instead of jumping back) and the shared volume's free space shrinking by as much. Every
+  cycle therefore shows the real sequence healthy → broker 1 stopped → back without leaders →
+  rebalanced, through the real exporter code.
+- kafka-jmx: the real broker scrapes (`*.jmx-broker-N.prom`) of the same scenarios, cumulative
+  series advanced per cycle the same way; broker 1 is down (up 0) during `broker-down`.
+- vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event and
+  one written batch every 30 s, plus `vigia_ingest_day_completeness_ratio`, which the ingest job does
+  not serve yet (synthetic, named as in prometheus/rules/alerts.yml).
+- probe (`vigia_probe_*` on the exporter target): synthetic, from prometheus-client with the metric
+  contract's names, until the exporter's probe exists.
+Scrapes are every 15 s, like prometheus/prometheus.yml: each serves the latest collection.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import random
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from exporter.recording import replay
+from tests.conftest import KAFKA_FIXTURES, SCENARIOS
+
+CLUSTER = "smartmeter"
+SCRAPE_INTERVAL = 15.0
+CYCLE_GAP = 15.0  # between a cycle's `rebalanced` and the next cycle's `healthy`
+INGEST_QUERY = "measure-ingest"
+CUMULATIVE = re.compile(r".*(_total|_count|_sum|_bucket)$")
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+\S+)?$")
+
+
+@dataclass(frozen=True)
+class Target:
+    job: str
+    instance: str
+    broker: str | None = None
+
+    def labels(self) -> str:
+        extra = f',broker="{self.broker}"' if self.broker else ""
+        return f'job="{self.job}",instance="{self.instance}",cluster="{CLUSTER}"{extra}'
+
+
+EXPORTER = Target("vigia-exporter", "exporter:9308")
+INGEST = Target("vigia-ingest", "ingest:9310")
+BROKERS = {b: Target("kafka-jmx", f"kafka-{b}:9404", str(b)) for b in (1, 2, 3)}
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    labels: str  # inside the braces, without a trailing comma
+    value: float
+
+
+def collect(registry: CollectorRegistry) -> list[Sample]:
+    """What a scrape of `registry` returns, without formatting and re-parsing text."""
+    return [
+        Sample(s.name, ",".join(f'{k}="{v}"' for k, v in s.labels.items()), s.value)
+        for family in registry.collect()
+        for s in family.samples
+        if not s.name.endswith("_created")
+    ]
+
+
+def parse_exposition(text: str) -> list[Sample]:
+    """Samples of a text exposition (0.0.4), without `_created` series."""
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        if match is None:
+            raise ValueError(f"not a sample line: {line!r}")
+        name, braces, value = match.groups()
+        if name.endswith("_created"):
+            continue
+        labels = braces[1:-1].rstrip(",") if braces else ""
+        samples.append(Sample(name, labels, float(value)))
+    return samples
+
+
+class OpenMetricsWriter:
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self.samples = 0
+
+    def write(self, target: Target, samples: list[Sample], t: float) -> None:
+        extra = target.labels()
+        lines = []
+        for s in samples:
+            labels = f"{s.labels},{extra}" if s.labels else extra
+            lines.append(f"{s.name}{{{labels}}} {_number(s.value)} {t:.3f}\n")
+        self._out.writelines(lines)
+        self.samples += len(lines)
+
+    def up(self, target: Target, t: float, value: int) -> None:
+        self.write(target, [Sample("up", "", float(value))], t)
+
+    def close(self) -> None:
+        self._out.write("# EOF\n")
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(value)
+
+
+@dataclass(frozen=True)
+class Recordings:
+    """The five recorded cluster states and where each cycle starts."""
+
+    texts: list[str]
+    start: float
+
+    @property
+    def states(self) -> list[dict[str, Any]]:
+        return [json.loads(text) for text in self.texts]
+
+    @property
+    def span(self) -> float:
+        first, last = json.loads(self.texts[0]), json.loads(self.texts[-1])
+        return float(last["collected_at"] - first["collected_at"])
+
+    @property
+    def period(self) -> float:
+        return self.span + CYCLE_GAP
+
+    def cycles(self, end: float) -> int:
+        return max(1, math.ceil((end - self.start) / self.period))
+
+
+def load_recordings(start: float) -> Recordings:
+    texts = [(KAFKA_FIXTURES / f"{s}.json").read_text(encoding="utf-8") for s in SCENARIOS]
+    return Recordings(texts, start)
+
+
+def _rates(first: dict[str, Any], last: dict[str, Any], span: float) -> dict[str, dict]:
+    """Per-second growth recorded between the first and last state."""
+
+    def offsets(state: dict[str, Any]) -> dict[tuple[str, int], int]:
+        return {
+            (t["name"], p["partition"]): p["latest_offset"] or 0
+            for t in state["topics"]
+            for p in t["partitions"]
+        }
+
+    def committed(state: dict[str, Any]) -> dict[tuple[str, str, int], int]:
+        return {
+            (g["group_id"], c["topic"], c["partition"]): c["offset"]
+            for g in state["groups"]
+            for c in g["committed"] or []
+        }
+
+    def sizes(state: dict[str, Any]) -> dict[tuple[int, str, int], int]:
+        return {
+            (b["broker"], p["topic"], p["partition"]): p["size_bytes"]
+            for b in state["log_dirs"]
+            for d in b["log_dirs"]
+            for p in d["partitions"]
+        }
+
+    def growth(before: dict, after: dict) -> dict:
+        return {k: max(0, after[k] - v) / span for k, v in before.items() if k in after}
+
+    size_rates = growth(sizes(first), sizes(last))
+    return {
+        "offsets": growth(offsets(first), offsets(last)),
+        "committed": growth(committed(first), committed(last)),
+        "sizes": size_rates,
+        "volume": {"all": sum(size_rates.values())},  # one filesystem shared by all log dirs
+    }
+
+
+def extrapolated_states(recordings: Recordings, cycles: int) -> Iterator[dict[str, Any]]:
+    """The recordings, cycle after cycle, shifted in time and advanced in offsets and sizes."""
+    states = recordings.states
+    first = states[0]
+    rates = _rates(first, states[-1], recordings.span)
+    for k in range(cycles):
+        advance = k * recordings.period
+        shift = recordings.start - first["collected_at"] + advance
+        for text in recordings.texts:
+            s = json.loads(text)  # a fresh copy, faster than deepcopy
+            s["collected_at"] += shift
+            for topic in s["topics"]:
+                for p in topic["partitions"]:
+                    if p["latest_offset"] is not None:
+                        rate = rates["offsets"].get((topic["name"], p["partition"]), 0.0)
+                        p["latest_offset"] += int(rate * advance)
+                    if p.get("latest_timestamp_ms") is not None:
+                        p["latest_timestamp_ms"] += int(shift * 1000)
+            for group in s["groups"]:
+                for c in group["committed"] or []:
+                    rate = rates["committed"].get((group["group_id"], c["topic"], c["partition"]))
+                    c["offset"] += int((rate or 0.0) * advance)
+            for broker in s["log_dirs"]:
+                for d in broker["log_dirs"]:
+                    for p in d["partitions"]:
+                        rate = rates["sizes"].get((broker["broker"], p["topic"], p["partition"]))
+                        p["size_bytes"] += int((rate or 0.0) * advance)
+                    if d.get("usable_bytes") is not None:
+                        d["usable_bytes"] -= int(rates["volume"]["all"] * advance)
+            if s.get("quorum"):
+                for replica in [*s["quorum"]["voters"], *s["quorum"]["observers"]]:
+                    for key in ("last_fetch_timestamp_ms", "last_caught_up_timestamp_ms"):
+                        if replica.get(key) is not None:
+                            replica[key] += int(shift * 1000)
+            yield s
+
+
+def exporter_collections(
+    recordings: Recordings, cycles: int, workdir: Path
+) -> list[tuple[float, list[Sample]]]:
+    """(collected_at, samples) of every collection, through the real exporter pipeline."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, state in enumerate(extrapolated_states(recordings, cycles)):
+        path = workdir / f"{i:05d}-{state['scenario']}.json"
+        path.write_text(json.dumps(state), encoding="utf-8")
+        paths.append(path)
+    return [(r.collected_at, parse_exposition(r.exposition)) for r in replay(paths)]
+
+
+def jmx_scrapes(keep: Callable[[str], bool]) -> dict[tuple[str, int], list[Sample]]:
+    """The recorded broker scrapes per (scenario, broker), only the families `keep` wants."""
+    scrapes = {}
+    for scenario in SCENARIOS:
+        for broker in BROKERS:
+            path = KAFKA_FIXTURES / f"{scenario}.jmx-broker-{broker}.prom"
+            if path.exists():
+                samples = parse_exposition(path.read_text(encoding="utf-8"))
+                scrapes[(scenario, broker)] = [s for s in samples if keep(s.name)]
+    return scrapes
+
+
+def jmx_growth(
+    scrapes: dict[tuple[str, int], list[Sample]], span: float, period: float
+) -> dict[tuple[int, str, str], float]:
+    """How much each cumulative JMX series grows per cycle (0 when the JVM restarted in between)."""
+    first, last = SCENARIOS[0], SCENARIOS[-1]
+    growth = {}
+    for broker in BROKERS:
+        before = {(s.name, s.labels): s.value for s in scrapes.get((first, broker), [])}
+        for s in scrapes.get((last, broker), []):
+            key = (s.name, s.labels)
+            if CUMULATIVE.match(s.name) and key in before and s.value >= before[key]:
+                growth[(broker, *key)] = (s.value - before[key]) * period / span
+    return growth
+
+
+class IngestFeed:
+    """The ingest job's real collector, fed as a healthy job would feed it."""
+
+    BATCH_EVERY = 30.0
+    ROWS_PER_SECOND = 2000.0
+    PHASES = ("addBatch", "commitOffsets", "getBatch", "latestOffset", "queryPlanning", "walCommit")
+
+    def __init__(self, start: float, seed: int = 5) -> None:
+        from ingest.metrics import BatchWritten, IngestMetrics, ProgressSample
+        from ingest.schema import REASONS
+
+        self._batch_written = BatchWritten
+        self._progress_sample = ProgressSample
+        self._reasons = [r.value for r in REASONS]
+        self.now = start
+        self._rng = random.Random(seed)
+        self.metrics = IngestMetrics(INGEST_QUERY, clock=lambda: self.now)
+        self.registry = CollectorRegistry()
+        self.registry.register(self.metrics)
+        self.completeness = Gauge(
+            "vigia_ingest_day_completeness_ratio",
+            "Share of the expected measures stored, per closed day.",
+            ["measure_date"],
+            registry=self.registry,
+        )
+        today = dt.datetime.fromtimestamp(start, dt.UTC).date()
+        daily = int(self.ROWS_PER_SECOND * 86400)
+        self.metrics.seed_days({today - dt.timedelta(days=d): daily for d in range(1, 7)})
+        for d in range(1, 7):
+            # Yesterday lost part of its data (an outage): IngestDayCompletenessLow must fire.
+            self.completeness.labels((today - dt.timedelta(days=d)).isoformat()).set(
+                0.962 if d == 1 else 0.998
+            )
+        self.metrics.query_started()
+        self._batch = 0
+        self._next_batch = start
+
+    def advance(self, t: float) -> None:
+        while self._next_batch <= t:
+            self._run_batch(self._next_batch)
+            self._next_batch += self.BATCH_EVERY
+        self.now = t
+
+    def _run_batch(self, t: float) -> None:
+        rng = self._rng
+        rows = int(self.ROWS_PER_SECOND * self.BATCH_EVERY * rng.uniform(0.9, 1.1))
+        invalid = {r: (rng.randint(0, 12) if i < 4 else 0) for i, r in enumerate(self._reasons)}
+        duration = rng.uniform(4.0, 14.0)
+        phases = dict(zip(self.PHASES, (0.75, 0.05, 0.02, 0.03, 0.05, 0.1), strict=True))
+        self.metrics.progress(
+            self._progress_sample(
+                batch_id=self._batch,
+                timestamp=t + duration,
+                input_rows=rows,
+                input_rows_per_second=rows / self.BATCH_EVERY,
+                processed_rows_per_second=rows / duration,
+                batch_duration_seconds=duration,
+                phase_seconds={k: v * duration for k, v in phases.items()},
+                invalid_by_reason=invalid,
+                # Readings are 15-minute periods; the newest stored is the last closed period.
+                newest_measure_timestamp=(t // 900) * 900,
+                offsets_behind={"measure": rng.randint(0, 4000)},
+                end_offsets={},
+            )
+        )
+        day = dt.datetime.fromtimestamp(t, dt.UTC).date()
+        valid = rows - sum(invalid.values())
+        self.metrics.batch_written(self._batch_written(self._batch, valid, 0, {day: valid}))
+        self._batch += 1
+
+    def samples(self) -> list[Sample]:
+        return collect(self.registry)
+
+
+class ProbeFeed:
+    """Synthetic probe metrics with the contract's names (the exporter's probe does not exist yet)."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self._rng = random.Random(seed)
+        self.registry = CollectorRegistry()
+        buckets = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+        self.produce = Histogram(
+            "vigia_probe_produce_latency_seconds",
+            "Probe produce latency.",
+            ["broker", "acks"],
+            buckets=buckets,
+            registry=self.registry,
+        )
+        self.roundtrip = Histogram(
+            "vigia_probe_roundtrip_latency_seconds",
+            "Probe produce to consume.",
+            ["broker"],
+            buckets=buckets,
+            registry=self.registry,
+        )
+        self.replication = Gauge(
+            "vigia_probe_replication_latency_seconds",
+            "acks=all minus acks=1, recent median.",
+            ["broker"],
+            registry=self.registry,
+        )
+        self.messages = Counter(
+            "vigia_probe_messages_total", "Probe messages.", ["broker", "outcome"],
+            registry=self.registry,
+        )  # fmt: skip
+
+    def step(self, brokers_up: set[int], seconds: float) -> list[Sample]:
+        rng = self._rng
+        for broker in BROKERS:
+            b = str(broker)
+            for outcome in ("ok", "failed", "lost"):
+                self.messages.labels(b, outcome)  # every outcome is exposed, at 0 until it happens
+            for _ in range(int(seconds // 5)):  # one probe per broker every 5 s
+                if broker not in brokers_up:
+                    self.messages.labels(b, "failed").inc()
+                    continue
+                one = rng.uniform(0.002, 0.006)
+                replication = rng.uniform(0.001, 0.004)
+                self.produce.labels(b, "1").observe(one)
+                self.produce.labels(b, "all").observe(one + replication)
+                self.roundtrip.labels(b).observe(one + replication + rng.uniform(0.002, 0.01))
+                self.replication.labels(b).set(replication)
+                self.messages.labels(b, "ok").inc()
+        return collect(self.registry)
+
+
+@dataclass(frozen=True)
+class History:
+    start: float
+    end: float
+    samples: int
+    cycles: int
+
+
+def write_history(
+    out: Path, workdir: Path, start: float, end: float, keep_jmx: Callable[[str], bool]
+) -> History:
+    """Writes [start, end] of every source as OpenMetrics into `out`."""
+    recordings = load_recordings(start)
+    cycles = recordings.cycles(end)
+    collections = exporter_collections(recordings, cycles, workdir)
+    scrapes = jmx_scrapes(keep_jmx)
+    growth = jmx_growth(scrapes, recordings.span, recordings.period)
+    ingest = IngestFeed(start)
+    probe = ProbeFeed()
+
+    with out.open("w", encoding="utf-8") as handle:
+        writer = OpenMetricsWriter(handle)
+        index = 0
+        t = start + 1.0
+        while t <= end:
+            while index + 1 < len(collections) and collections[index + 1][0] <= t:
+                index += 1
+            if collections[0][0] <= t:
+                writer.up(EXPORTER, t, 1)
+                cycle, position = divmod(index, len(SCENARIOS))
+                scenario = SCENARIOS[position]
+                up = {b for b in BROKERS if (scenario, b) in scrapes}
+                writer.write(EXPORTER, collections[index][1] + probe.step(up, SCRAPE_INTERVAL), t)
+                for broker, target in BROKERS.items():
+                    samples = scrapes.get((scenario, broker))
+                    writer.up(target, t, 1 if samples is not None else 0)
+                    if samples is not None:
+                        writer.write(target, _advanced(samples, growth, broker, cycle), t)
+            ingest.advance(t)
+            writer.up(INGEST, t, 1)
+            writer.write(INGEST, ingest.samples(), t)
+            t += SCRAPE_INTERVAL
+        writer.close()
+    return History(start=start, end=end, samples=writer.samples, cycles=cycles)
+
+
+def _advanced(
+    samples: list[Sample], growth: dict[tuple[int, str, str], float], broker: int, cycle: int
+) -> list[Sample]:
+    if cycle == 0:
+        return samples
+    return [
+        Sample(s.name, s.labels, s.value + cycle * growth.get((broker, s.name, s.labels), 0.0))
+        for s in samples
+    ]

@@ -1,0 +1,268 @@
+"""Real Prometheus and Alertmanager processes on 127.0.0.1, a loopback webhook receiver, and the
+test-only configs derived from the repository's (same rules and routing, faster timings)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from tests.conftest import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+PROMETHEUS_DIR = REPO / "prometheus"
+RULE_FILES = sorted((PROMETHEUS_DIR / "rules").glob("*.yml"))
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+ALERTMANAGER = shutil.which("alertmanager") or shutil.which("prometheus-alertmanager")
+AMTOOL = shutil.which("amtool")
+MISSING = [
+    name
+    for name, path in {
+        "prometheus": PROMETHEUS,
+        "promtool": PROMTOOL,
+        "alertmanager/prometheus-alertmanager": ALERTMANAGER,
+        "amtool": AMTOOL,
+    }.items()
+    if path is None
+]
+
+
+def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def wait_until(
+    check: Callable[[], Any], timeout: float, what: str, interval: float = 0.2
+) -> Any:
+    """Polls `check` until it returns something truthy; fails with `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = check()
+        except (httpx.HTTPError, OSError):
+            result = None
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class Server:
+    """A process listening on 127.0.0.1:port, stopped by PID."""
+
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def start(name: str, cmd: list[str], port: int, log: Path, ready_path: str) -> Server:
+    with log.open("ab") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    server = Server(name, port, process, log)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"{name} exited with {process.returncode}:\n{server.log_tail()}")
+        return httpx.get(server.url + ready_path, timeout=2).status_code == 200
+
+    try:
+        wait_until(ready, 60, f"{name} to be ready")
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def start_prometheus(config: Path, data: Path, log: Path, port: int | None = None) -> Server:
+    port = port or free_port()
+    assert PROMETHEUS is not None
+    cmd = [
+        PROMETHEUS,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={data}",
+        "--storage.tsdb.retention.time=30d",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--log.level=warn",
+    ]
+    return start("prometheus", cmd, port, log, "/-/ready")
+
+
+def start_alertmanager(config: Path, data: Path, log: Path) -> Server:
+    port = free_port()
+    assert ALERTMANAGER is not None
+    cmd = [
+        ALERTMANAGER,
+        f"--config.file={config}",
+        f"--storage.path={data}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--cluster.listen-address=",  # no gossip: a single instance
+        "--log.level=warn",
+    ]
+    return start("alertmanager", cmd, port, log, "/-/ready")
+
+
+class PromAPI:
+    """The bits of Prometheus' HTTP API the tests use."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = httpx.Client(base_url=url, timeout=30)
+
+    def _get(self, path: str, **params: Any) -> Any:
+        response = self.client.post(path, data=params)
+        body = response.json()
+        if body.get("status") != "success":
+            raise AssertionError(f"{path} {params}: {body.get('error', body)}")
+        return body["data"]
+
+    def range(self, expr: str, start: float, end: float, step: float = 60) -> list[dict[str, Any]]:
+        """Evaluated every `step` seconds back from `end`, so the latest data is always included."""
+        start = end - step * ((end - start) // step)
+        data = self._get("/api/v1/query_range", query=expr, start=start, end=end, step=step)
+        return list(data["result"])
+
+    def instant(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"query": expr}
+        if at is not None:
+            params["time"] = at
+        return list(self._get("/api/v1/query", **params)["result"])
+
+    def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
+        return list(self._get("/api/v1/series", **{"match[]": match, "start": start, "end": end}))
+
+
+@dataclass
+class Receiver:
+    """A webhook receiver on loopback: records every Alertmanager notification by path."""
+
+    port: int
+    received: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def payloads(self, path: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [payload for p, payload in self.received if p == path]
+
+
+@contextmanager
+def webhook_receiver() -> Iterator[Receiver]:
+    receiver = Receiver(free_port())
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # Alertmanager's webhook
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with receiver.lock:
+                receiver.received.append((self.path.strip("/"), json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", receiver.port), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def render_alertmanager_config(out: Path, pager_url: str, ticket_url: str) -> Path:
+    """The repository's render script, fed URL files like compose and the launcher feed it."""
+    pager, ticket = out.parent / "pager-url", out.parent / "ticket-url"
+    pager.write_text(pager_url + "\n")
+    ticket.write_text(ticket_url + "\n")
+    result = subprocess.run(
+        ["sh", str(PROMETHEUS_DIR / "render-alertmanager-config.sh"),
+         str(PROMETHEUS_DIR / "alertmanager.yml"), str(out)],
+        env={**os.environ, "VIGIA_ALERTMANAGER_PAGER_URL_FILE": str(pager),
+             "VIGIA_ALERTMANAGER_TICKET_URL_FILE": str(ticket)},
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def fast_alertmanager_config(rendered: Path, out: Path) -> Path:
+    """The rendered config with second-scale grouping timers; routing, inhibitions and receivers
+    stay as they are."""
+    config = yaml.safe_load(rendered.read_text())
+    for route in [config["route"], *config["route"].get("routes", [])]:
+        for key, value in (("group_wait", "1s"), ("group_interval", "2s")):
+            if key in route:
+                route[key] = value
+    out.write_text(yaml.safe_dump(config, sort_keys=False))
+    return out
+
+
+def derived_prometheus_config(
+    out_dir: Path,
+    jobs: dict[str, list[str]],
+    rule_files: list[Path],
+    alertmanager: str | None = None,
+    interval: str = "1s",
+) -> Path:
+    """prometheus/prometheus.yml with only `jobs` (name -> targets, written as file_sd files like
+    the real ones), the given rule files and second-scale intervals. Labels, relabelling and
+    external labels are the repository's."""
+    config = yaml.safe_load((PROMETHEUS_DIR / "prometheus.yml").read_text())
+    config["global"].update(
+        {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval}
+    )
+    config["rule_files"] = [str(p) for p in rule_files]
+    kept = []
+    for job in config["scrape_configs"]:
+        if job["job_name"] in jobs:
+            targets = out_dir / f"{job['job_name']}.json"
+            targets.write_text(json.dumps([{"targets": jobs[job["job_name"]]}]))
+            job["file_sd_configs"] = [{"files": [str(targets)]}]
+            kept.append(job)
+    assert {j["job_name"] for j in kept} == set(jobs), "unknown job in the test config"
+    config["scrape_configs"] = kept
+    if alertmanager is None:
+        config.pop("alerting", None)
+    else:
+        targets = out_dir / "alertmanagers.json"
+        targets.write_text(json.dumps([{"targets": [alertmanager]}]))
+        config["alerting"]["alertmanagers"][0]["file_sd_configs"] = [{"files": [str(targets)]}]
+    path = out_dir / "prometheus.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
