@@ -33,7 +33,7 @@ def banner(problems: Sequence[Unreachable]) -> list[html.Div]:
     return [
         html.Div(
             [
-                html.B(f"{p.backend} unreachable"),
+                html.B(f"{p.backend[:1].upper()}{p.backend[1:]} unreachable"),
                 f" ({p.reason}) — {BACKEND_HELP.get(p.backend, '')}.",
             ],
             id=f"banner-{p.backend.lower()}",

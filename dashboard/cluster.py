@@ -11,17 +11,21 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+# `type(v) in` rather than isinstance: it is faster (1,000 partitions are parsed on every refresh)
+# and rejects bools, which JSON decoding never mixes with numbers anyway.
+_NUMBER = (int, float)
+
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return int(value) if type(value) in _NUMBER else None
 
 
 def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return float(value) if type(value) in _NUMBER else None
 
 
 def _ints(values: Any) -> tuple[int, ...]:
-    return tuple(int(v) for v in values or ())
+    return tuple(map(int, values or ()))
 
 
 def _per_broker(mapping: Any) -> dict[int, float | None]:

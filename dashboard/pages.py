@@ -26,7 +26,7 @@ RANGES: dict[str, float] = {
 }
 DEFAULT_RANGE = "1h"
 MIN_STEP = 15.0  # the scrape interval: a finer step only repeats samples
-POINTS = 240
+POINTS = 120  # per series: plenty for a chart a few hundred pixels wide
 
 
 @dataclass(frozen=True)
@@ -59,13 +59,25 @@ def window_for(range_key: str | None, now: float) -> Window:
     return Window(start=now - span, end=now, step=step)
 
 
+# The exporter serves the same JSON until its next collection (every 15 s by default) while every
+# open page refreshes and navigates: parse each collection once. Replacing the tuple is atomic, so
+# concurrent callbacks at worst parse twice.
+_last_parsed: tuple[tuple[Any, ...], Cluster] | None = None
+
+
 def typed_cluster(raw: dict[str, Any] | Unreachable | None) -> Cluster | Unreachable:
+    global _last_parsed
     if isinstance(raw, Unreachable):
         return raw
     if raw is None:
         return Unreachable("exporter", "not requested")
+    key = (raw.get("collected_at"), (raw.get("cluster") or {}).get("cluster_id"))
+    if _last_parsed is not None and _last_parsed[0] == key and key[0] is not None:
+        return _last_parsed[1]
     try:
-        return parse_cluster(raw)
+        cluster = parse_cluster(raw)
+        _last_parsed = (key, cluster)
+        return cluster
     except (KeyError, TypeError, ValueError) as exc:
         log.warning("unexpected /api/v1/cluster JSON: %r", exc)
         return Unreachable("exporter", f"unexpected JSON: {exc!r}"[:160])

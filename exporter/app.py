@@ -25,20 +25,25 @@ from exporter.version import VERSION
 
 
 class _PerState:
-    """One value per state object, recomputed only when a new collection is published."""
+    """A value per state object, built once; the last two are kept so that a scrape that read the
+    previous state just before a new one was published is still served from cache."""
 
     def __init__(self, build: Callable[[ExporterState | None], Any]) -> None:
         self._build = build
         self._lock = threading.Lock()
-        self._key: ExporterState | None = None
-        self._value: Any = None
-        self._filled = False
+        self._cache: dict[int, tuple[ExporterState | None, Any]] = {}
 
     def get(self, state: ExporterState | None) -> Any:
         with self._lock:
-            if not self._filled or self._key is not state:
-                self._key, self._value, self._filled = state, self._build(state), True
-            return self._value
+            hit = self._cache.get(id(state))
+        if hit is not None and hit[0] is state:
+            return hit[1]
+        value = self._build(state)  # outside the lock: a slow build never blocks other readers
+        with self._lock:
+            self._cache[id(state)] = (state, value)
+            while len(self._cache) > 2:
+                del self._cache[next(iter(self._cache))]
+        return value
 
 
 def create_app(service: CollectionService, *, manage_service: bool = True) -> FastAPI:
@@ -57,6 +62,13 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
     exposition = _PerState(lambda s: render(s).encode("utf-8"))
     cluster = _PerState(lambda s: None if s is None else _json_bytes(api.cluster_json(s)))
+
+    def prepare(state: ExporterState) -> None:
+        """Runs on the collection thread, so that scrapes only copy bytes."""
+        exposition.get(state)
+        cluster.get(state)
+
+    service.add_listener(prepare)
 
     @app.get("/metrics")
     def metrics() -> Response:

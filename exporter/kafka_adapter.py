@@ -141,7 +141,18 @@ def _default_admin(config: Mapping[str, Any]) -> Any:
 def _default_legacy_admin(config: Mapping[str, Any]) -> Any:
     from kafka.admin import KafkaAdminClient
 
-    return KafkaAdminClient(**config)
+    client = KafkaAdminClient.__new__(KafkaAdminClient)
+    try:
+        client.__init__(**config)
+    except Exception:
+        # kafka-python 3.0 starts its IO thread before bootstrapping and leaves it running when
+        # bootstrap fails: without this, every failed attempt would leak a thread.
+        if hasattr(client, "_client"):
+            client._client.close()
+        if hasattr(client, "_net"):
+            client._net.stop()
+        raise
+    return client
 
 
 class KafkaAdapter:

@@ -34,7 +34,7 @@ Differences from Burrow, on purpose:
   or the application commits without group membership like Spark), and the consumer was not caught
   up at any observation of the window (Burrow's "recent broker offsets ≤ last commit").
   When a live member does own the partition, the consumer is alive and its non-moving offset is
-  STALL (rule 5), which is exactly Burrow's meaning of STALL (commits keep arriving, offset stuck).
+  STALL (rule 5), which matches Burrow's meaning of STALL (commits keep arriving, offset stuck).
   Both are ERR at group level.
 
 Numeric codes follow the metric contract: partition status 1 OK, 2 WARN, 3 STOP, 4 STALL,
@@ -161,26 +161,23 @@ def _verdict(window: Sequence[Observation], allowed_lag: int) -> PartitionStatus
     if newest.lag <= allowed_lag:
         return PartitionStatus.OK
     committed = [o.committed for o in window]
-    never_moved = all(c == newest.committed for c in committed)
-    if never_moved and not newest.assigned and not _caught_up_recently(window, allowed_lag):
+    lags = [max(0, o.latest - o.committed) for o in window]
+    never_moved = min(committed) == max(committed)
+    # Burrow's "recent lag zero" (a latest offset of the window within reach of the last commit)
+    # is, with an unchanged commit, the same as a lag within the allowed lag somewhere.
+    caught_up_once = min(lags) <= allowed_lag
+    if never_moved and not newest.assigned and not caught_up_once:
         return PartitionStatus.STOP
     went_back = any(later < earlier for earlier, later in pairwise(committed))
     if went_back and newest.committed < max(committed):
         return PartitionStatus.REWIND
-    if any(o.lag <= allowed_lag for o in window):
+    if caught_up_once:
         return PartitionStatus.OK
     if never_moved:
         return PartitionStatus.STALL
-    lags = [o.lag for o in window]
     if all(later >= earlier for earlier, later in pairwise(lags)):
         return PartitionStatus.WARN
     return PartitionStatus.OK
-
-
-def _caught_up_recently(window: Sequence[Observation], allowed_lag: int) -> bool:
-    """Burrow's checkIfRecentLagZero: a latest offset in the window within reach of the commit."""
-    last_commit = window[-1].committed
-    return any(o.latest - last_commit <= allowed_lag for o in window)
 
 
 def group_status(statuses: Iterable[PartitionStatus]) -> GroupStatus:

@@ -2,8 +2,11 @@
 
 The collectors and the JSON API read only the latest `ExporterState`. Everything that needs more
 than one collection (message rates, error counters) is carried from `previous` to the new state
-here. Later work (ISR history, lag in seconds, lag status) adds its own field to `ExporterState`,
-computed in `derive` from `previous.<field>` and the snapshot, without touching the rest.
+here. Later work (ISR history, lag in seconds, lag status) adds its own fields to `ExporterState`,
+computed in `derive` from `previous.<field>` and the snapshot, without touching the rest: a
+history kept in a mutable tracker is handed on by reference and updated here, and what the
+collectors read from it is stored as plain values. Because `recording.replay` runs `derive`,
+replays then include that work too.
 """
 
 from __future__ import annotations

@@ -309,6 +309,17 @@ def kafka_cluster_board() -> Board:
                 width=8,
             ),
             Panel(
+                "Probe produce latency p99 (acks=all vs acks=1)",
+                (
+                    q(
+                        f"broker_acks:vigia_probe_produce_latency_seconds:p99_5m{{{CB}}}",
+                        "leader {{broker}} acks={{acks}}",
+                    ),
+                ),
+                unit="s",
+                width=8,
+            ),
+            Panel(
                 "Probe messages by outcome",
                 (
                     q(
@@ -364,7 +375,7 @@ def kafka_cluster_board() -> Board:
                     ),
                 ),
                 unit="ms",
-                width=12,
+                width=8,
             ),
             Panel(
                 "Active controller and fenced brokers (JMX)",
@@ -379,7 +390,7 @@ def kafka_cluster_board() -> Board:
                         "fenced brokers",
                     ),
                 ),
-                width=12,
+                width=8,
             ),
         ),
     )

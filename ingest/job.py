@@ -304,10 +304,11 @@ class IngestJob:
         failure."""
         config = self.config
         admin = self.admin
-        listeners: list[StreamingQueryListener] = [IngestListener(self.metrics)]
         committer = GroupCommitListener(config.query_name, admin, config.topic)
-        if config.group_id:
-            listeners.append(committer)
+        # The bus calls listeners in registration order: once the metrics have seen the last
+        # batch (run() waits for that), its offsets are committed too.
+        listeners: list[StreamingQueryListener] = [committer] if config.group_id else []
+        listeners.append(IngestListener(self.metrics))
         try:
             sink = ExactlyOnceSink(self.spark, config.checkpoint)
             for path, what in (

@@ -23,6 +23,7 @@ from dashboard.views.common import (
     graph,
     line_figure,
     matrix_traces,
+    no_topology,
     note,
     series_broker,
     simple_table,
@@ -199,21 +200,21 @@ def build(ctx: PageContext) -> list[Any]:
     cluster = ctx.topology
     f = ctx.filters
     keep = _keep_jmx(f)
-    cpu, why_cpu = matrix_traces(
+    cpu = matrix_traces(
         ctx.ranged("cpu"),
         series_broker,
         keep,
         metric="process_cpu_seconds_total",
         color=broker_color,
     )
-    rss, why_rss = matrix_traces(
+    rss = matrix_traces(
         ctx.ranged("rss"),
         lambda lab: f"{series_broker(lab)} RSS",
         keep,
         metric="process_resident_memory_bytes",
         color=broker_color,
     )
-    heap, _ = matrix_traces(
+    heap = matrix_traces(
         ctx.ranged("heap"),
         lambda lab: f"{series_broker(lab)} heap",
         keep,
@@ -221,7 +222,7 @@ def build(ctx: PageContext) -> list[Any]:
         color=broker_color,
         dash="dot",
     )
-    leaders_hist, why_lh = matrix_traces(
+    leaders_hist = matrix_traces(
         ctx.ranged("leaders"),
         series_broker,
         metric="kafka_broker_leader_partitions",
@@ -235,7 +236,6 @@ def build(ctx: PageContext) -> list[Any]:
                     "Leader partitions per broker",
                     leaders_hist,
                     y_title="partitions",
-                    empty_reason=why_lh,
                     step=True,
                 ),
                 "fig-brokers-leaders-history",
@@ -244,7 +244,7 @@ def build(ctx: PageContext) -> list[Any]:
         card(
             "CPU",
             graph(
-                line_figure("CPU (cores used)", cpu, y_title="cores", empty_reason=why_cpu),
+                line_figure("CPU (cores used)", cpu, y_title="cores"),
                 "fig-brokers-cpu",
             ),
         ),
@@ -255,7 +255,6 @@ def build(ctx: PageContext) -> list[Any]:
                     "Memory: process RSS (solid) and JVM heap used (dotted)",
                     rss + heap,
                     y_title="bytes",
-                    empty_reason=why_rss,
                     extra_layout={"yaxis": {"tickformat": ".2s", "rangemode": "tozero"}},
                 ),
                 "fig-brokers-memory",
@@ -265,7 +264,7 @@ def build(ctx: PageContext) -> list[Any]:
     if isinstance(cluster, Unreachable):
         return [
             html.Div(
-                card("Brokers", html.Div(f"No topology: {cluster}", className="muted"), wide=True),
+                card("Brokers", no_topology(cluster), wide=True),
                 className="grid",
             ),
             html.Div(history, className="grid"),

@@ -25,6 +25,7 @@ from dashboard.views.common import (
     graph,
     line_figure,
     matrix_traces,
+    no_topology,
     note,
     series_broker,
     simple_table,
@@ -371,25 +372,25 @@ def compute(values: Sequence[float | None]) -> SizingResult | SizingError:
 def build(ctx: PageContext) -> list[Any]:
     f = ctx.filters
     keep = lambda labels: "broker" not in labels or f.keep_broker(labels["broker"])  # noqa: E731
-    used, why_used = matrix_traces(
+    used = matrix_traces(
         ctx.ranged("disk_used"),
         series_broker,
         metric="kafka_broker_log_dir_size_bytes",
         color=broker_color,
     )
-    msgs, why_msgs = matrix_traces(
+    msgs = matrix_traces(
         ctx.ranged("messages_in"),
         lambda _l: "user topics",
         metric="kafka_topic_messages_in_per_second",
     )
-    b_in, why_bytes = matrix_traces(
+    b_in = matrix_traces(
         ctx.ranged("bytes_in"),
         lambda lab: f"{series_broker(lab)} in",
         keep,
         metric="kafka_server_brokertopicmetrics_bytesin_total",
         color=broker_color,
     )
-    b_out, _ = matrix_traces(
+    b_out = matrix_traces(
         ctx.ranged("bytes_out"),
         lambda lab: f"{series_broker(lab)} out",
         keep,
@@ -405,7 +406,6 @@ def build(ctx: PageContext) -> list[Any]:
                     "Kafka data per broker",
                     used,
                     y_title="bytes",
-                    empty_reason=why_used,
                     extra_layout={"yaxis": {"tickformat": ".3s"}},
                 ),
                 "fig-capacity-disk-used",
@@ -418,7 +418,6 @@ def build(ctx: PageContext) -> list[Any]:
                     "Messages in per second, user topics",
                     msgs,
                     y_title="msg/s",
-                    empty_reason=why_msgs,
                 ),
                 "fig-capacity-messages",
             ),
@@ -430,7 +429,6 @@ def build(ctx: PageContext) -> list[Any]:
                     "Bytes in (solid) / out (dotted) per second per broker",
                     b_in + b_out,
                     y_title="bytes/s",
-                    empty_reason=why_bytes,
                     extra_layout={"yaxis": {"tickformat": ".2s"}},
                 ),
                 "fig-capacity-bytes",
@@ -444,7 +442,7 @@ def build(ctx: PageContext) -> list[Any]:
                 [
                     card(
                         "Disk outlook",
-                        html.Div(f"No topology: {cluster}", className="muted"),
+                        no_topology(cluster),
                         wide=True,
                     ),
                     *trends,

@@ -197,15 +197,20 @@ def _base_layout(title: str) -> dict[str, Any]:
 
 def line_figure(
     title: str,
-    traces: Sequence[Trace],
+    traces: TraceSet | Sequence[Trace],
     *,
     y_title: str = "",
-    empty_reason: str = "no series in this time range",
+    empty_reason: str | None = None,
     step: bool = False,
     extra_layout: Mapping[str, Any] | None = None,
 ) -> Figure:
+    if isinstance(traces, TraceSet):
+        if traces.total > len(traces.traces):
+            title = f"{title} — top {len(traces.traces)} of {traces.total} series"
+        empty_reason = empty_reason or traces.empty_reason
+        traces = traces.traces
     if not traces:
-        return empty_figure(title, empty_reason)
+        return empty_figure(title, empty_reason or "no series in this time range")
     data = []
     for i, t in enumerate(traces):
         line: dict[str, Any] = {"width": 1.8, "color": t.color or PALETTE[i % len(PALETTE)]}
@@ -265,6 +270,28 @@ def bar_figure(
     return {"data": data, "layout": layout}
 
 
+@dataclass(frozen=True)
+class TraceSet:
+    """One chart's traces, why it may be empty, and how many series the query returned."""
+
+    traces: tuple[Trace, ...]
+    empty_reason: str
+    total: int
+
+    def __add__(self, other: TraceSet) -> TraceSet:
+        return TraceSet(self.traces + other.traces, self.empty_reason, self.total + other.total)
+
+    def __bool__(self) -> bool:
+        return bool(self.traces)
+
+
+MAX_SERIES = 10  # more lines than this are unreadable and slow every refresh down
+
+
+def _peak(trace: Trace) -> float:
+    return max((v for v in trace.values if v is not None), default=float("-inf"))
+
+
 def matrix_traces(
     result: Matrix | Unreachable,
     name: Callable[[Mapping[str, str]], str],
@@ -275,14 +302,16 @@ def matrix_traces(
     color: Callable[[Mapping[str, str]], str | None] = lambda _labels: None,
     dash: str | None = None,
     drop_idle: bool = False,
-) -> tuple[list[Trace], str]:
-    """Traces from a range query, sorted by name, and the reason to show when there are none.
+    limit: int = MAX_SERIES,
+) -> TraceSet:
+    """Traces from a range query, sorted by name, with the reason to show when there are none.
 
     `metric` names what the query reads, so an empty chart says which metric is missing;
-    `drop_idle` leaves out series that are 0 throughout (idle topics would crowd the legend).
+    `drop_idle` leaves out series that are 0 throughout (idle topics would crowd the legend);
+    beyond `limit` series only those with the highest peaks are kept (the title says so).
     """
     if isinstance(result, Unreachable):
-        return [], str(result)
+        return TraceSet((), str(result), 0)
     traces = [
         Trace(
             name(s.labels),
@@ -294,13 +323,17 @@ def matrix_traces(
         for s in result
         if keep(s.labels)
     ]
-    traces.sort(key=lambda t: _natural_key(t.name))
+    reason = f"no {metric} series in this time range (not exported yet?)"
     if drop_idle:
         busy = [t for t in traces if any(v for v in t.values)]
         if traces and not busy:
-            return [], f"every {metric} series is 0 in this time range"
+            reason = f"every {metric} series is 0 in this time range"
         traces = busy
-    return traces, f"no {metric} series in this time range (not exported yet?)"
+    total = len(traces)
+    if total > limit:
+        traces = sorted(traces, key=_peak, reverse=True)[:limit]
+    traces.sort(key=lambda t: _natural_key(t.name))
+    return TraceSet(tuple(traces), reason, total)
 
 
 def broker_color(labels: Mapping[str, str]) -> str | None:
@@ -448,6 +481,14 @@ def column(key: str, name: str, kind: str = "text") -> dict[str, Any]:
         spec["filter"] = "agNumberColumnFilter"
         spec["valueFormatter"] = {"function": _THOUSANDS if kind == "numeric" else _ONE_DECIMAL}
     return spec
+
+
+def no_topology(reason: Unreachable) -> html.Div:
+    return html.Div(
+        f"Topology unavailable: {reason.backend} {'error' if reason.answered else 'unreachable'}"
+        f" ({reason.reason}).",
+        className="muted",
+    )
 
 
 def note(text: str) -> html.P:

@@ -14,6 +14,7 @@ from dashboard.views.common import (
     Filters,
     PageContext,
     Trace,
+    TraceSet,
     card,
     column,
     fmt_int,
@@ -23,6 +24,7 @@ from dashboard.views.common import (
     grid,
     line_figure,
     matrix_traces,
+    no_topology,
     note,
     simple_table,
 )
@@ -128,16 +130,17 @@ PARTITION_STATUS_COLUMNS = [
 
 def produced_vs_consumed(
     produced: Matrix | Unreachable, consumed: Matrix | Unreachable, groups: Sequence[str]
-) -> tuple[list[Trace], str]:
+) -> TraceSet:
     """Consumed rate of each charted group per topic, and a dotted produced rate per such topic.
 
     A pair is left out only when nothing is produced or consumed (idle topics crowd the legend);
     a group consuming nothing from a busy topic stays: that is the story this chart tells.
     """
     if isinstance(consumed, Unreachable):
-        return [], str(consumed)
+        return TraceSet((), str(consumed), 0)
     if not consumed:
-        return [], "no kafka_consumergroup_messages_consumed_per_second series (not exported yet?)"
+        reason = "no kafka_consumergroup_messages_consumed_per_second series (not exported yet?)"
+        return TraceSet((), reason, 0)
     busy_topics = {
         s.labels.get("topic", "")
         for s in ([] if isinstance(produced, Unreachable) else produced)
@@ -165,7 +168,8 @@ def produced_vs_consumed(
         )
         for i, s in enumerate(pairs)
     ]
-    return traces, "every charted group and its topics are idle in this time range"
+    reason = "every charted group and its topics are idle in this time range"
+    return TraceSet(tuple(traces), reason, len(traces))
 
 
 def build(ctx: PageContext) -> list[Any]:
@@ -183,17 +187,17 @@ def build(ctx: PageContext) -> list[Any]:
         return f"{labels.get('consumergroup', '?')} · {labels.get('topic', '?')}"
 
     consumed_metric = "kafka_consumergroup_messages_consumed_per_second"
-    flow, why_c = produced_vs_consumed(ctx.ranged("produced"), ctx.ranged("consumed"), charted)
-    lag, why_lag = matrix_traces(
+    flow = produced_vs_consumed(ctx.ranged("produced"), ctx.ranged("consumed"), charted)
+    lag = matrix_traces(
         ctx.ranged("lag"), group_topic, in_chart, metric="kafka_consumergroup_lag_sum"
     )
-    lag_s, why_lag_s = matrix_traces(
+    lag_s = matrix_traces(
         ctx.ranged("lag_seconds"),
         group_topic,
         in_chart,
         metric="kafka_consumergroup_max_lag_seconds",
     )
-    status, why_status = matrix_traces(
+    status = matrix_traces(
         ctx.ranged("status"),
         lambda lab: lab.get("consumergroup", "?"),
         in_chart,
@@ -214,7 +218,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Produced (dotted) vs consumed, messages per second",
                         flow,
                         y_title="msg/s",
-                        empty_reason=why_c,
                     ),
                     "fig-consumers-flow",
                 ),
@@ -228,7 +231,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Lag per group and topic (messages)",
                         lag,
                         y_title="messages",
-                        empty_reason=why_lag,
                     ),
                     "fig-consumers-lag",
                 ),
@@ -240,7 +242,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Lag per group and topic (seconds)",
                         lag_s,
                         y_title="seconds",
-                        empty_reason=why_lag_s,
                     ),
                     "fig-consumers-lag-seconds",
                 ),
@@ -252,7 +253,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Group status (1 OK, 2 WARN, 3 ERR)",
                         status,
                         y_title="status",
-                        empty_reason=why_status,
                         step=True,
                         extra_layout={
                             "yaxis": {
@@ -273,7 +273,7 @@ def build(ctx: PageContext) -> list[Any]:
             html.Div(
                 card(
                     "Consumer groups",
-                    html.Div(f"No topology: {cluster}", className="muted"),
+                    no_topology(cluster),
                     wide=True,
                 ),
                 className="grid",

@@ -13,6 +13,7 @@ from dashboard.views.common import (
     Figure,
     PageContext,
     Trace,
+    TraceSet,
     bar_figure,
     card,
     empty_figure,
@@ -143,51 +144,51 @@ def build(ctx: PageContext) -> list[Any]:
     def named(suffix: str) -> Callable[[Mapping[str, str]], str]:
         return lambda labels: f"{labels.get('query', 'ingest')} {suffix}"
 
-    inp, why_rate = matrix_traces(
+    inp = matrix_traces(
         ctx.ranged("input_rate"), named("input"), metric="vigia_ingest_input_rows_per_second"
     )
-    proc, _ = matrix_traces(
+    proc = matrix_traces(
         ctx.ranged("processed_rate"),
         named("processed"),
         dash="dot",
         metric="vigia_ingest_processed_rows_per_second",
     )
-    avg, why_batch = matrix_traces(
+    avg = matrix_traces(
         ctx.ranged("batch_avg"), named("mean"), metric="vigia_ingest_batch_duration_seconds"
     )
-    p95, _ = matrix_traces(
+    p95 = matrix_traces(
         ctx.ranged("batch_p95"), named("p95"), metric="vigia_ingest_batch_duration_seconds"
     )
-    rows, why_rows = matrix_traces(
+    rows = matrix_traces(
         ctx.ranged("rows_per_batch"), named("rows"), metric="vigia_ingest_batch_input_rows"
     )
-    group_lag, why_bm = matrix_traces(
+    group_lag = matrix_traces(
         ctx.ranged("group_lag"),
         lambda lab: f"{INGEST_GROUP} lag · {lab.get('topic', '?')}",
         metric="kafka_consumergroup_lag_sum",
     )
-    behind, _ = matrix_traces(
+    behind = matrix_traces(
         ctx.ranged("backlog_messages"),
         lambda lab: f"job's offsets behind · {lab.get('topic', '?')}",
         dash="dot",
         metric="vigia_ingest_offsets_behind_latest",
     )
-    backlog_s, why_bs = matrix_traces(
+    backlog_s = matrix_traces(
         ctx.ranged("backlog_seconds"),
         lambda _l: f"{INGEST_GROUP} lag (s)",
         metric="kafka_consumergroup_max_lag_seconds",
     )
-    invalid, why_inv = matrix_traces(
+    invalid = matrix_traces(
         ctx.ranged("invalid_rate"),
         lambda lab: lab.get("reason", "?"),
         metric="vigia_ingest_invalid_rows_total",
     )
-    fresh, why_fresh = matrix_traces(
+    fresh = matrix_traces(
         ctx.ranged("freshness"),
         lambda _l: "newest stored measure age",
         metric="vigia_ingest_newest_measure_timestamp_seconds",
     )
-    progress, _ = matrix_traces(
+    progress = matrix_traces(
         ctx.ranged("progress_age"),
         lambda _l: "time since last batch",
         dash="dot",
@@ -202,9 +203,10 @@ def build(ctx: PageContext) -> list[Any]:
     )
     duration_traces = avg + p95
     if duration_traces:
-        times = duration_traces[0].times
+        times = duration_traces.traces[0].times
         level = trigger if trigger is not None else DEFAULT_TRIGGER_INTERVAL
-        duration_traces.append(Trace(trigger_label, [times[0], times[-1]], [level, level], "dash"))
+        line = Trace(trigger_label, [times[0], times[-1]], [level, level], "dash")
+        duration_traces = duration_traces + TraceSet((line,), "", 0)
 
     input_total = scalar(ctx.instant("input_total"))
     valid_total = scalar(ctx.instant("valid_total"))
@@ -249,7 +251,6 @@ def build(ctx: PageContext) -> list[Any]:
                             "Input vs processed rows per second",
                             inp + proc,
                             y_title="rows/s",
-                            empty_reason=why_rate,
                         ),
                         "fig-ingest-rates",
                     ),
@@ -261,7 +262,6 @@ def build(ctx: PageContext) -> list[Any]:
                             "Batch duration vs trigger interval",
                             duration_traces,
                             y_title="seconds",
-                            empty_reason=why_batch,
                         ),
                         "fig-ingest-batch-duration",
                     ),
@@ -273,7 +273,6 @@ def build(ctx: PageContext) -> list[Any]:
                             "Rows in the last batch",
                             rows,
                             y_title="rows",
-                            empty_reason=why_rows,
                             step=True,
                         ),
                         "fig-ingest-rows",
@@ -286,7 +285,6 @@ def build(ctx: PageContext) -> list[Any]:
                             "Messages not yet ingested",
                             group_lag + behind,
                             y_title="messages",
-                            empty_reason=why_bm,
                         ),
                         "fig-ingest-backlog",
                     ),
@@ -298,7 +296,6 @@ def build(ctx: PageContext) -> list[Any]:
                             f"Lag of {INGEST_GROUP} in seconds",
                             backlog_s,
                             y_title="seconds",
-                            empty_reason=why_bs,
                         ),
                         "fig-ingest-backlog-seconds",
                     ),
@@ -310,7 +307,6 @@ def build(ctx: PageContext) -> list[Any]:
                             "Age of the newest stored measure and of the last batch",
                             fresh + progress,
                             y_title="seconds",
-                            empty_reason=why_fresh,
                         ),
                         "fig-ingest-freshness",
                     ),
@@ -322,7 +318,6 @@ def build(ctx: PageContext) -> list[Any]:
                             "Quarantined rows per second by reason",
                             invalid,
                             y_title="rows/s",
-                            empty_reason=why_inv,
                         ),
                         "fig-ingest-invalid",
                     ),

@@ -317,12 +317,12 @@ def build(ctx: PageContext) -> list[Any]:
         ),
         exporter_light(cluster, scalar(ctx.instant("exporter_up")), ctx.now),
     ]
-    throughput, why_t = matrix_traces(
+    throughput = matrix_traces(
         ctx.ranged("messages_in"),
         lambda _l: "all topics",
         metric="kafka_topic_messages_in_per_second",
     )
-    lag, why_l = matrix_traces(
+    lag = matrix_traces(
         ctx.ranged("ingest_lag"), lambda _l: INGEST_GROUP, metric="kafka_consumergroup_lag_sum"
     )
     return [
@@ -337,7 +337,6 @@ def build(ctx: PageContext) -> list[Any]:
                             "Messages in per second",
                             throughput,
                             y_title="msg/s",
-                            empty_reason=why_t,
                         ),
                         "fig-overview-throughput",
                     ),
@@ -349,7 +348,6 @@ def build(ctx: PageContext) -> list[Any]:
                             f"Lag of {INGEST_GROUP} (messages)",
                             lag,
                             y_title="messages",
-                            empty_reason=why_l,
                         ),
                         "fig-overview-ingest-lag",
                     ),

@@ -20,6 +20,7 @@ from dashboard.views.common import (
     graph,
     line_figure,
     matrix_traces,
+    no_topology,
     note,
     series_broker,
     simple_table,
@@ -80,13 +81,13 @@ def out_of_sync_by_broker(replicas: Sequence[OutOfSyncReplica]) -> dict[int, int
 def build(ctx: PageContext) -> list[Any]:
     f = ctx.filters
     keep = lambda labels: "broker" not in labels or f.keep_broker(labels["broker"])  # noqa: E731
-    probe, why_probe = matrix_traces(
+    probe = matrix_traces(
         ctx.ranged("probe_latency"),
         series_broker,
         metric="vigia_probe_replication_latency_seconds",
         color=broker_color,
     )
-    remote, why_remote = matrix_traces(
+    remote = matrix_traces(
         ctx.ranged("remote_time"),
         series_broker,
         keep,
@@ -94,36 +95,36 @@ def build(ctx: PageContext) -> list[Any]:
         metric="kafka_network_requestmetrics_remotetimems",
         color=broker_color,
     )
-    fetch_lag, why_fetch = matrix_traces(
+    fetch_lag = matrix_traces(
         ctx.ranged("fetcher_lag"),
         series_broker,
         keep,
         metric="kafka_server_replicafetchermanager_maxlag",
         color=broker_color,
     )
-    oos_hist, why_oos = matrix_traces(
+    oos_hist = matrix_traces(
         ctx.ranged("out_of_sync"),
         series_broker,
         metric="kafka_partition_replica_in_sync",
         color=broker_color,
     )
-    oos_time, why_oost = matrix_traces(
+    oos_time = matrix_traces(
         ctx.ranged("out_of_sync_time"),
         series_broker,
         metric="kafka_partition_replica_out_of_sync_seconds",
         color=broker_color,
     )
-    urp, why_urp = matrix_traces(
+    urp = matrix_traces(
         ctx.ranged("urp"),
         lambda _l: "under-replicated",
         metric="kafka_topic_partition_under_replicated_partition",
     )
-    umi, _ = matrix_traces(
+    umi = matrix_traces(
         ctx.ranged("under_min_isr"),
         lambda _l: "under min ISR",
         metric="kafka_topic_partition_under_min_isr",
     )
-    lost, why_lost = matrix_traces(
+    lost = matrix_traces(
         ctx.ranged("probe_lost"),
         series_broker,
         metric="vigia_probe_messages_total",
@@ -139,7 +140,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Replication latency per broker: acks=all minus acks=1 (probe)",
                         probe,
                         y_title="seconds",
-                        empty_reason=why_probe,
                     ),
                     "fig-replication-probe",
                 ),
@@ -151,7 +151,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Produce remote time p99 per broker (waiting for followers)",
                         remote,
                         y_title="seconds",
-                        empty_reason=why_remote,
                     ),
                     "fig-replication-remote-time",
                 ),
@@ -163,7 +162,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Out-of-sync replicas per broker",
                         oos_hist,
                         y_title="replicas",
-                        empty_reason=why_oos,
                         step=True,
                     ),
                     "fig-replication-oos-history",
@@ -176,7 +174,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Under-replicated and under-min-ISR partitions",
                         urp + umi,
                         y_title="partitions",
-                        empty_reason=why_urp,
                         step=True,
                     ),
                     "fig-replication-urp-history",
@@ -189,7 +186,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Longest out-of-sync time per broker",
                         oos_time,
                         y_title="seconds",
-                        empty_reason=why_oost,
                     ),
                     "fig-replication-oos-time",
                 ),
@@ -201,7 +197,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Replica fetcher max lag per broker",
                         fetch_lag,
                         y_title="messages",
-                        empty_reason=why_fetch,
                     ),
                     "fig-replication-fetcher-lag",
                 ),
@@ -213,7 +208,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Probe messages lost or failed (5 min)",
                         lost,
                         y_title="messages",
-                        empty_reason=why_lost,
                     ),
                     "fig-replication-probe-lost",
                 ),
@@ -227,7 +221,7 @@ def build(ctx: PageContext) -> list[Any]:
             html.Div(
                 card(
                     "Out-of-sync replicas now",
-                    html.Div(f"No topology: {cluster}", className="muted"),
+                    no_topology(cluster),
                     wide=True,
                 ),
                 className="grid",
@@ -238,7 +232,9 @@ def build(ctx: PageContext) -> list[Any]:
 
 
 def _current(cluster: Cluster, f: Filters) -> html.Div:
-    partitions = [p for t in filter_topics(cluster.topics, f.topics) for p in t.partitions]
+    # user topics first: 50 __consumer_offsets rows would hide them
+    ordered = sorted(filter_topics(cluster.topics, f.topics), key=lambda t: t.internal)
+    partitions = [p for t in ordered for p in t.partitions]
     replicas = [
         r
         for r in out_of_sync_replicas(partitions, cluster.down_broker_ids)

@@ -24,6 +24,7 @@ from dashboard.views.common import (
     grid,
     line_figure,
     matrix_traces,
+    no_topology,
     note,
     simple_table,
 )
@@ -232,13 +233,13 @@ def topic_rows(topics: Sequence[Topic]) -> list[list[str]]:
 
 def build(ctx: PageContext) -> list[Any]:
     f = ctx.filters
-    topic_rate, why_t = matrix_traces(
+    topic_rate = matrix_traces(
         ctx.ranged("topic_rate"),
         lambda lab: lab.get("topic", "?"),
         metric="kafka_topic_messages_in_per_second",
         drop_idle=True,
     )
-    bt_rate, why_bt = matrix_traces(
+    bt_rate = matrix_traces(
         ctx.ranged("broker_topic_rate"),
         lambda lab: f"broker {lab.get('broker', '?')} · {lab.get('topic', '?')}",
         metric="kafka_broker_topic_messages_in_per_second",
@@ -253,7 +254,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Messages in per second, per topic",
                         topic_rate,
                         y_title="msg/s",
-                        empty_reason=why_t,
                     ),
                     "fig-topics-rate",
                 ),
@@ -265,7 +265,6 @@ def build(ctx: PageContext) -> list[Any]:
                         "Messages in per second, per leader broker and topic",
                         bt_rate,
                         y_title="msg/s",
-                        empty_reason=why_bt,
                     ),
                     "fig-topics-broker-rate",
                 ),
@@ -277,7 +276,7 @@ def build(ctx: PageContext) -> list[Any]:
     if isinstance(cluster, Unreachable):
         return [
             html.Div(
-                card("Topics", html.Div(f"No topology: {cluster}", className="muted"), wide=True),
+                card("Topics", no_topology(cluster), wide=True),
                 className="grid",
             ),
             rates,

@@ -1,8 +1,9 @@
 """prometheus-client custom collectors, one per metric family group.
 
-Each collector rebuilds its families from the latest `ExporterState` on every scrape, so topics and
-groups that disappeared from the cluster disappear from /metrics at the next collection. Scrapes
-only read that state: they never wait for Kafka.
+Each collector builds its families afresh from an `ExporterState` whenever it is collected, so
+topics and groups that disappeared from the cluster disappear from /metrics at the next
+collection. They only read that state, never Kafka; the app renders each state once, on the
+collection thread, and serves the text from cache.
 """
 
 from __future__ import annotations

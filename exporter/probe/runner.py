@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -95,12 +95,10 @@ class ProbeRunner:
         self,
         kafka_config: Mapping[str, Any],
         settings: ProbeSettings | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings or ProbeSettings()
         self._kafka_config = dict(kafka_config)
-        self._clock = clock
+        self._clock = time.monotonic
         self._instance = uuid.uuid4().hex[:16]
         self._tracker = LatencyTracker(self.settings.deadline_seconds)
         self._lock = threading.Lock()
@@ -217,7 +215,8 @@ class ProbeRunner:
                 with self._lock:
                     self._tracker.expire(self._clock())
             except Exception:
-                logger.exception("end-to-end probe round failed; continuing")
+                logger.exception("end-to-end probe round failed; next try in one interval")
+                self._stop.wait(self.settings.interval_seconds)
             self._stop.wait(_POLL_SECONDS)
 
     def _consume_loop(self) -> None:
@@ -233,6 +232,7 @@ class ProbeRunner:
                 message = consumer.poll(0.2)
             except (KafkaException, RuntimeError) as exc:
                 logger.debug("probe consumer poll failed: %s", exc)
+                self._stop.wait(0.2)
                 continue
             if message is None:
                 continue
@@ -255,7 +255,11 @@ class ProbeRunner:
         try:
             metadata = admin.list_topics(timeout=timeout)
         except KafkaException as exc:
-            self._off(f"cannot read cluster metadata ({_reason(exc)}); retrying")
+            if self._status == "running":
+                # An unreachable cluster is what the probe must keep measuring (as failed/lost).
+                logger.warning("probe topic upkeep skipped: %s", _reason(exc))
+            else:
+                self._off(f"cannot read cluster metadata ({_reason(exc)}); retrying")
             return
         topics = {
             name: {p.id: list(p.replicas) for p in t.partitions.values()}
@@ -287,7 +291,8 @@ class ProbeRunner:
                     plan.total_partitions - len(plan.new_partitions),
                 )
         if not self._refresh_partitions(wait=timeout):
-            self._off(f"probe topic {topic!r} has no partitions in the metadata yet; retrying")
+            if self._status != "running":
+                self._off(f"probe topic {topic!r} has no partitions in the metadata yet; retrying")
             return
         if self._status != "running":
             logger.info(

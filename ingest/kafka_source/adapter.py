@@ -68,12 +68,16 @@ class KafkaAdmin:
         self._config = dict(config)
         self._timeout_s = timeout_s
         self._consumer: Consumer | None = None
+        self._closed = False
 
     @property
     def bootstrap_servers(self) -> str:
         return str(self._config["bootstrap.servers"])
 
     def _client(self) -> Consumer:
+        if self._closed:
+            # A late caller (an asynchronous listener) must not resurrect a client nobody closes.
+            raise KafkaSourceError("the Kafka client was already closed")
         if self._consumer is None:
             self._consumer = Consumer(self._config)
         return self._consumer
@@ -147,6 +151,7 @@ class KafkaAdmin:
         return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
 
     def close(self) -> None:
+        self._closed = True
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

@@ -146,6 +146,7 @@ def browser(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "failure.png").unlink(missing_ok=True)
     try:
         yield driver
     finally:
@@ -480,11 +481,12 @@ def test_unreachable_backends_get_a_banner_and_the_page_stays(
 ) -> None:
     stack.exporter.stop()
     open_page(browser, stack, "/")
-    wait_for(browser, lambda: "exporter unreachable" in text(browser, "banner-exporter"), "banner")
+    wait_for(browser, lambda: "Exporter unreachable" in text(browser, "banner-exporter"), "banner")
     assert "connection refused" in text(browser, "banner-exporter")
     assert lights(browser)["brokers"] == ("grey", "?")
     assert lights(browser)["exporter"] == ("red", "unreachable")
-    assert plot(browser, "fig-overview-throughput")  # Prometheus still draws history
+    # Prometheus still draws the history
+    wait_for(browser, lambda: plot(browser, "fig-overview-throughput"), "throughput chart")
     screenshot(browser, "overview-exporter-down")
 
     stack.alertmanager.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import replace
 
@@ -211,3 +212,19 @@ def test_filters_apply_to_topics_offsets_and_groups() -> None:
     verify = collected.groups[1]
     assert verify.committed == ()  # its offsets are on an excluded topic
     assert fake.calls["list_consumer_group_offsets"] == 2
+
+
+def test_failed_kafka_python_bootstraps_do_not_leak_threads() -> None:
+    from exporter.kafka_adapter import _default_legacy_admin
+
+    def attempt() -> None:
+        with pytest.raises(kafka_errors.KafkaTimeoutError):
+            _default_legacy_admin(
+                {"bootstrap_servers": ["127.0.0.1:1"], "bootstrap_timeout_ms": 200}
+            )
+
+    attempt()
+    before = threading.active_count()
+    for _ in range(3):
+        attempt()
+    assert threading.active_count() == before

@@ -288,10 +288,13 @@ def test_restart_from_the_checkpoint_continues_without_duplicates(
     assert measures.num_rows == total
     assert distinct_keys(measures) == total
     # Seeded from storage at start, then counted: rows stored per day, not since the restart.
-    exposition = "\n".join(
-        f"{m.name} {s.labels} {s.value}" for m in metrics.collect() for s in m.samples
-    )
-    assert (
-        f"'measure_date': '{utc_day(1).isoformat()}'}} {backlog.manifest.valid_total}" in exposition
-    )
-    assert f"'measure_date': '{utc_day(0).isoformat()}'}} {more.valid_total}" in exposition
+    days = {
+        s.labels["measure_date"]: s.value
+        for family in metrics.collect()
+        if family.name == "vigia_ingest_day_measures"
+        for s in family.samples
+    }
+    assert days == {
+        utc_day(1).isoformat(): backlog.manifest.valid_total,
+        utc_day(0).isoformat(): more.valid_total,
+    }

@@ -9,7 +9,6 @@ import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import yaml
@@ -43,7 +42,10 @@ WARMUP = 15 * 60  # the first minutes lack the 5m-15m windows rates and derivati
 @pytest.fixture(scope="session")
 def binaries() -> None:
     if MISSING:
-        pytest.skip(f"not installed: {', '.join(MISSING)} (Debian: prometheus prometheus-alertmanager)")
+        pytest.skip(
+            f"not installed: {', '.join(MISSING)} (Debian packages prometheus, "
+            "prometheus-alertmanager)"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -107,14 +109,18 @@ def backfilled(
         work / "history.om", work / "recordings", end - HISTORY_SECONDS, end, needed.__contains__
     )
     data = work / "data"
-    result = run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(work / "history.om"), str(data)])
+    history_file = str(work / "history.om")
+    result = run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", history_file, str(data)])
     assert result.returncode == 0, result.stderr
     (work / "history.om").unlink()  # ~100 MB
 
     port = free_port()
     config = derived_prometheus_config(
         work,
-        {"prometheus": [f"127.0.0.1:{port}"], "alertmanager": [alertmanager.url.removeprefix("http://")]},
+        {
+            "prometheus": [f"127.0.0.1:{port}"],
+            "alertmanager": [alertmanager.url.removeprefix("http://")],
+        },
         RULE_FILES,
         interval="2s",
     )
@@ -139,8 +145,10 @@ def backfilled(
     api = PromAPI(server.url)
     # Prometheus' and Alertmanager's own metrics come from live scrapes: wait for a rate's worth.
     wait_until(
-        lambda: api.instant("rate(prometheus_rule_evaluation_failures_total[1m])")
-        and api.instant("rate(alertmanager_notifications_failed_total[1m])"),
+        lambda: (
+            api.instant("rate(prometheus_rule_evaluation_failures_total[1m])")
+            and api.instant("rate(alertmanager_notifications_failed_total[1m])")
+        ),
         60,
         "two self-scrapes of Prometheus and Alertmanager",
     )

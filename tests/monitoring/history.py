@@ -3,16 +3,16 @@
 
 Sources, each stamped with the job/instance/cluster labels Prometheus' scrape would add:
 - vigia-exporter: `exporter.recording.replay` over the five recorded cluster states, repeated in
-  cycles. Each cycle is a copy of the recordings shifted in time, with offsets, committed offsets and
-  replica sizes advanced at the rates recorded between `healthy` and `rebalanced` (so counters keep
-  growing instead of jumping back) and the shared volume's free space shrinking by as much. Every
-  cycle therefore shows the real sequence healthy → broker 1 stopped → back without leaders →
+  cycles. Each cycle is a copy of the recordings shifted in time, with offsets, committed offsets
+  and replica sizes advanced at the rates recorded between `healthy` and `rebalanced` (so counters
+  keep growing instead of jumping back) and the shared volume's free space shrinking by as much.
+  Every cycle therefore shows the real sequence healthy → broker 1 stopped → back without leaders →
   rebalanced, through the real exporter code.
 - kafka-jmx: the real broker scrapes (`*.jmx-broker-N.prom`) of the same scenarios, cumulative
   series advanced per cycle the same way; broker 1 is down (up 0) during `broker-down`.
-- vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event and
-  one written batch every 30 s, plus `vigia_ingest_day_completeness_ratio`, which the ingest job does
-  not serve yet (synthetic, named as in prometheus/rules/alerts.yml).
+- vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event
+  and one written batch every 30 s, plus `vigia_ingest_day_completeness_ratio`, which the ingest
+  job does not serve yet (synthetic, named as in prometheus/rules/alerts.yml).
 - probe (`vigia_probe_*` on the exporter target): synthetic, from prometheus-client with the metric
   contract's names, until the exporter's probe exists.
 Scrapes are every 15 s, like prometheus/prometheus.yml: each serves the latest collection.
@@ -69,11 +69,15 @@ class Sample:
 def collect(registry: CollectorRegistry) -> list[Sample]:
     """What a scrape of `registry` returns, without formatting and re-parsing text."""
     return [
-        Sample(s.name, ",".join(f'{k}="{v}"' for k, v in s.labels.items()), s.value)
+        Sample(s.name, ",".join(f'{k}="{_escape(v)}"' for k, v in s.labels.items()), s.value)
         for family in registry.collect()
         for s in family.samples
         if not s.name.endswith("_created")
     ]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def parse_exposition(text: str) -> list[Sample]:
@@ -273,6 +277,7 @@ class IngestFeed:
     PHASES = ("addBatch", "commitOffsets", "getBatch", "latestOffset", "queryPlanning", "walCommit")
 
     def __init__(self, start: float, seed: int = 5) -> None:
+        # Imported here: it needs pyspark, which only the history (not the static tests) requires.
         from ingest.metrics import BatchWritten, IngestMetrics, ProgressSample
         from ingest.schema import REASONS
 
@@ -340,7 +345,7 @@ class IngestFeed:
 
 
 class ProbeFeed:
-    """Synthetic probe metrics with the contract's names (the exporter's probe does not exist yet)."""
+    """Synthetic probe metrics with the contract's names (until the exporter's probe exists)."""
 
     def __init__(self, seed: int = 7) -> None:
         self._rng = random.Random(seed)

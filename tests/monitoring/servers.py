@@ -44,9 +44,7 @@ def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def wait_until(
-    check: Callable[[], Any], timeout: float, what: str, interval: float = 0.2
-) -> Any:
+def wait_until(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
     """Polls `check` until it returns something truthy; fails with `what` after `timeout` s."""
     deadline = time.monotonic() + timeout
     while True:

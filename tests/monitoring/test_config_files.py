@@ -29,7 +29,8 @@ def test_promtool_check_config_and_rules() -> None:
     result = run([PROMTOOL, "check", "config", str(PROMETHEUS_DIR / "prometheus.yml")])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 rule files found" in result.stdout
-    result = run([PROMTOOL, "check", "rules", *map(str, sorted(PROMETHEUS_DIR.glob("rules/*.yml")))])
+    rule_files = sorted(PROMETHEUS_DIR.glob("rules/*.yml"))
+    result = run([PROMTOOL, "check", "rules", *map(str, rule_files)])
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(ALERT_RULES)} rules found" in result.stdout
 
@@ -77,12 +78,13 @@ def test_alerts_are_complete_and_consistent() -> None:
         notes = rule["annotations"]
         assert notes["runbook_url"] == f"{runbook_base}{name}.md", name
         assert (REPO / "docs" / "runbooks" / f"{name}.md").is_file(), name
-        uid = re.fullmatch(r"http://localhost:3000/d/([\w-]+)\?var-cluster=.*", notes["dashboard_url"])
+        board = r"http://localhost:3000/d/([\w-]+)\?var-cluster=.*"
+        uid = re.fullmatch(board, notes["dashboard_url"])
         assert uid and uid.group(1) in dashboards, (name, notes["dashboard_url"])
         assert "{{ $labels.cluster }}" in notes["summary"], name
-        assert "$value" in notes["summary"] + notes["description"] or "$labels" in notes[
-            "description"
-        ], name
+        assert (
+            "$value" in notes["summary"] + notes["description"] or "$labels" in notes["description"]
+        ), name
     runbooks = {p.stem for p in (REPO / "docs" / "runbooks").glob("*.md")} - {"README"}
     assert runbooks == set(ALERT_NAMES), runbooks ^ set(ALERT_NAMES)
 
@@ -127,7 +129,9 @@ def test_amtool_accepts_the_committed_and_the_rendered_config(tmp_path: Path) ->
     rendered = render(tmp_path, pager=pager + "\n", ticket="http://tickets.internal:8080/hook")
     assert rendered.returncode == 0, rendered.stderr
     config = yaml.safe_load((tmp_path / "am.yml").read_text())
-    urls = {r["name"]: [w["url"] for w in r.get("webhook_configs", [])] for r in config["receivers"]}
+    urls = {
+        r["name"]: [w["url"] for w in r.get("webhook_configs", [])] for r in config["receivers"]
+    }
     assert urls == {
         "pager": [pager],
         "ticket": ["http://tickets.internal:8080/hook"],

@@ -80,6 +80,19 @@ def runners() -> Iterator[Callable[[str], ProbeRunner]]:
         runner.stop()
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("topic", "", "topic name"),
+        ("interval_seconds", 0.0, "interval_seconds"),
+        ("deadline_seconds", -1.0, "deadline_seconds"),
+    ],
+)
+def test_invalid_settings_are_refused(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ProbeSettings(**{field: value})
+
+
 def test_disabled_probe_starts_nothing(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger=RUNNER_LOG)
     runner = ProbeRunner({"bootstrap.servers": "127.0.0.1:1"}, ProbeSettings(enabled=False))
