@@ -1,15 +1,52 @@
-"""The JSON served at /api/v1/cluster (shape documented in docs/api.md), built from the state."""
+"""The JSON served at /api/v1/cluster (shape documented in docs/api.md).
+
+`state_json` is built from one collection's state, once per collection; `probe_json` from the
+probe runner, at each request (the probe has its own schedule). The document is the former with
+the latter under "probe", last.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
 
+from exporter.probe.runner import DISABLED, ProbeRunner
+from exporter.probe.tracker import OUTCOMES
 from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
 from exporter.state import ExporterState, PartitionLag
 
+PROBE_KEY = "probe"
 
-def cluster_json(state: ExporterState) -> dict[str, Any]:
+
+def cluster_json(state: ExporterState, probe: ProbeRunner | None = None) -> dict[str, Any]:
+    """The whole document; no runner is the same as a disabled probe."""
+    return {**state_json(state), PROBE_KEY: probe_json(probe)}
+
+
+def probe_json(probe: ProbeRunner | None) -> dict[str, Any]:
+    enabled = probe is not None and probe.settings.enabled
+    stats = None if probe is None else probe.stats()
+    brokers: list[dict[str, Any]] = []
+    if stats is not None:
+        for broker in sorted({b for b, _ in stats.messages} | set(stats.replication_latency)):
+            brokers.append(
+                {
+                    "broker": broker,
+                    "replication_latency_seconds": stats.replication_latency.get(broker),
+                    "messages": {o: stats.messages.get((broker, o), 0) for o in OUTCOMES},
+                }
+            )
+    return {
+        "status": probe.status if probe is not None else DISABLED,
+        "topic": probe.settings.topic if probe is not None and enabled else None,
+        "interval_seconds": probe.settings.interval_seconds
+        if probe is not None and enabled
+        else None,
+        "brokers": brokers,
+    }
+
+
+def state_json(state: ExporterState) -> dict[str, Any]:
     snap = state.snapshot
     return {
         "collected_at": snap.collected_at,
@@ -94,7 +131,11 @@ def _topic(state: ExporterState, topic: Topic) -> dict[str, Any]:
                 "offline": status.offline,
                 "leader_is_preferred": status.leader_is_preferred,
                 "replica_size_bytes": sizes,
-                "out_of_sync_seconds": None,
+                "out_of_sync_seconds": {
+                    str(r): state.out_of_sync_seconds[(topic.name, p.partition, r)]
+                    for r in p.replicas
+                    if (topic.name, p.partition, r) in state.out_of_sync_seconds
+                },
             }
         )
     return {
@@ -119,6 +160,7 @@ def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag])
     per_topic: dict[str, list[PartitionLag]] = defaultdict(list)
     for item in lags:
         per_topic[item.topic].append(item)
+    evaluation = state.group_status.get(group.group_id)
     topics = []
     for topic, items in sorted(per_topic.items()):
         known = [i.lag for i in items if i.lag is not None]
@@ -127,7 +169,7 @@ def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag])
                 "topic": topic,
                 "lag": sum(known) if known else None,
                 "committed_offset_sum": sum(i.committed for i in items),
-                "max_lag_seconds": None,
+                "max_lag_seconds": state.max_lag_seconds.get((group.group_id, topic)),
                 "messages_consumed_per_second": state.consumed_rates.get((group.group_id, topic)),
             }
         )
@@ -137,7 +179,8 @@ def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag])
         "type": group.type,
         "protocol": group.protocol,
         "coordinator": group.coordinator,
-        "status": None,
+        "status": None if evaluation is None else evaluation.status.name,
+        "status_window_completeness": None if evaluation is None else evaluation.complete,
         "members": None
         if group.members is None
         else [
@@ -151,16 +194,22 @@ def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag])
         ],
         "topics": topics,
         "partitions": [
-            {
-                "topic": i.topic,
-                "partition": i.partition,
-                "committed_offset": i.committed,
-                "latest_offset": i.latest,
-                "lag": i.lag,
-                "lag_seconds": None,
-                "status": None,
-                "status_window_complete": None,
-            }
-            for i in sorted(lags, key=lambda i: (i.topic, i.partition))
+            _group_partition(state, i) for i in sorted(lags, key=lambda i: (i.topic, i.partition))
         ],
+    }
+
+
+def _group_partition(state: ExporterState, item: PartitionLag) -> dict[str, Any]:
+    key = (item.group, item.topic, item.partition)
+    evaluation = state.lag_status.get(key)
+    return {
+        "topic": item.topic,
+        "partition": item.partition,
+        "committed_offset": item.committed,
+        "latest_offset": item.latest,
+        "lag": item.lag,
+        "lag_seconds": state.lag_seconds.get(key),
+        "status": None if evaluation is None else evaluation.status.name,
+        "status_window_complete": None if evaluation is None else evaluation.window_complete,
+        "status_window_completeness": None if evaluation is None else evaluation.complete,
     }

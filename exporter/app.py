@@ -1,6 +1,8 @@
 """HTTP endpoints. Handlers only read the service's latest state: they never wait for Kafka.
 
 The exposition text and the JSON are computed once per collection and then served from cache.
+The probe's part (its families, the JSON's "probe" section) is small and has its own schedule: it
+is rendered from the runner's in-memory counters at each request and appended to the cached part.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
-from exporter.collectors import render
-from exporter.exposition import CONTENT_TYPE
+from exporter.collectors import probe_collector, render
+from exporter.exposition import CONTENT_TYPE, text
+from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
 from exporter.state import ExporterState
 from exporter.version import VERSION
@@ -61,7 +64,9 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
     exposition = _PerState(lambda s: render(s).encode("utf-8"))
-    cluster = _PerState(lambda s: None if s is None else _json_bytes(api.cluster_json(s)))
+    # The document without its closing brace, so that the probe section can follow.
+    cluster = _PerState(lambda s: None if s is None else _json_bytes(api.state_json(s))[:-1])
+    probe = probe_collector(service.probe)
 
     def prepare(state: ExporterState) -> None:
         """Runs on the collection thread, so that scrapes only copy bytes."""
@@ -72,7 +77,8 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
 
     @app.get("/metrics")
     def metrics() -> Response:
-        return Response(exposition.get(service.state), media_type=CONTENT_TYPE)
+        live = text(probe.collect()).encode("utf-8")
+        return Response(exposition.get(service.state) + live, media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -90,11 +96,14 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        return Response(cluster.get(state), media_type="application/json")
+        section = _json_bytes(api.probe_json(service.probe))
+        body = b"".join((cluster.get(state), b',"', api.PROBE_KEY.encode(), b'":', section, b"}"))
+        return Response(body, media_type="application/json")
 
     @app.get("/", response_class=HTMLResponse)
     def landing() -> str:
-        return _landing(service.state)
+        probe_status = service.probe.status if service.probe is not None else DISABLED
+        return _landing(service.state, probe_status)
 
     return app
 
@@ -103,7 +112,7 @@ def _json_bytes(document: dict[str, Any]) -> bytes:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _landing(state: ExporterState | None) -> str:
+def _landing(state: ExporterState | None, probe_status: str) -> str:
     if state is None:
         status = "No collection has completed yet."
     else:
@@ -123,6 +132,7 @@ def _landing(state: ExporterState | None) -> str:
 <body style="font-family: sans-serif; max-width: 48em; margin: 2em auto">
 <h1>Vigía Kafka exporter</h1>
 <p>Version {html.escape(VERSION)}. {html.escape(status)}</p>
+<p>End-to-end probe: {html.escape(probe_status)}.</p>
 <ul>
 <li><a href="/metrics">/metrics</a> — Prometheus metrics (docs/metrics.md)</li>
 <li><a href="/api/v1/cluster">/api/v1/cluster</a> — the last collection as JSON (docs/api.md)</li>

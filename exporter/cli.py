@@ -16,6 +16,7 @@ from common.logs import setup_logging
 from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from exporter.kafka_adapter import KafkaAdapter
+from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
 
 log = logging.getLogger("exporter")
@@ -38,22 +39,29 @@ def main(argv: Sequence[str] | None = None) -> None:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         _invalid(f"cannot listen on {config.listen_address}:{config.port}: {reason}")
 
+    probe = ProbeRunner(
+        {**config.kafka_options, "bootstrap.servers": config.bootstrap_servers}, config.probe
+    )
     service = CollectionService(
         adapter.collect,
         config.collection_interval,
         config.collection_timeout,
         bootstrap_servers=config.bootstrap_servers,
+        lag_status_window=config.lag_status_window,
+        probe=probe,
     )
     server = uvicorn.Server(
         uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
     )
     log.info(
-        "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s)",
+        "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s, lag status "
+        "over %d collections)",
         config.listen_address,
         config.port,
         config.bootstrap_servers,
         config.collection_interval,
         config.collection_timeout,
+        config.lag_status_window,
     )
     try:
         server.run(sockets=[sock])

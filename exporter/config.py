@@ -15,9 +15,16 @@ from typing import NoReturn
 
 from common.kafka_config import KafkaOptionError, merged
 from exporter.filters import Filters, NameFilter
+from exporter.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
 
 PROG = "vigia-exporter"
 DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement
+PROBE_ENABLED_ENV = "VIGIA_PROBE_ENABLED"
+# Kafka's own rule for topic names (org.apache.kafka.common.internals.Topic).
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 class ConfigError(ValueError):
@@ -34,6 +41,8 @@ class ExporterConfig:
     collection_timeout: float
     filters: Filters
     log_level: str
+    lag_status_window: int
+    probe: ProbeSettings
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,6 +74,23 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
     "--group-include": ("VIGIA_EXPORTER_GROUP_INCLUDE", None, "report only groups matching"),
     "--group-exclude": ("VIGIA_EXPORTER_GROUP_EXCLUDE", None, "do not report groups matching"),
     "--log-level": ("VIGIA_LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING or ERROR"),
+    "--lag-status-window": (
+        "VIGIA_EXPORTER_LAG_STATUS_WINDOW",
+        str(DEFAULT_WINDOW_SIZE),
+        "collections in the window that lag status (OK/WARN/STOP/STALL/REWIND) is evaluated over, "
+        "at least 2",
+    ),
+    "--probe-topic": (
+        "VIGIA_PROBE_TOPIC",
+        DEFAULT_TOPIC,
+        "topic of the end-to-end probe; created with one partition led by each broker",
+    ),
+    "--probe-interval": ("VIGIA_PROBE_INTERVAL", "5", "seconds between two probe rounds"),
+    "--probe-deadline": (
+        "VIGIA_PROBE_DEADLINE",
+        "10",
+        "seconds after which a probe message not consumed back counts as lost",
+    ),
 }
 
 
@@ -80,6 +106,12 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         parser.add_argument(
             flag, default=environ.get(env, default), help=f"{text} (env {env}, default {shown})"
         )
+    parser.add_argument(
+        "--probe",
+        action=argparse.BooleanOptionalAction,
+        default=_enabled(environ.get(PROBE_ENABLED_ENV, "true")),
+        help=f"run the end-to-end probe (env {PROBE_ENABLED_ENV}=true|false, default true)",
+    )
     parser.add_argument(
         "--kafka-option",
         action="append",
@@ -103,6 +135,20 @@ def parse_config(
     timeout = _positive(args.collection_timeout, "--collection-timeout")
     if not args.bootstrap_servers.strip():
         raise ConfigError("--bootstrap-servers is empty")
+    window = _int_at_least(args.lag_status_window, 2, "--lag-status-window")
+    if not _TOPIC_NAME.fullmatch(args.probe_topic) or args.probe_topic in (".", ".."):
+        raise ConfigError(
+            f"--probe-topic: {args.probe_topic!r} is not a valid Kafka topic name "
+            "(1-249 of a-z A-Z 0-9 . _ -)"
+        )
+    probe = ProbeSettings(
+        enabled=args.probe,
+        topic=args.probe_topic,
+        interval_seconds=_positive(args.probe_interval, "--probe-interval"),
+        deadline_seconds=_positive(args.probe_deadline, "--probe-deadline"),
+        # Probe admin requests are bounded like the collection's.
+        request_timeout_seconds=timeout,
+    )
     level = str(args.log_level).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"--log-level: unknown level {args.log_level!r}")
@@ -124,6 +170,8 @@ def parse_config(
             ),
         ),
         log_level=level,
+        lag_status_window=window,
+        probe=probe,
     )
 
 
@@ -143,6 +191,25 @@ def _positive(raw: str, flag: str) -> float:
         raise ConfigError(f"{flag}: {raw!r} is not a number of seconds") from None
     if not value > 0:
         raise ConfigError(f"{flag}: must be more than 0 seconds, got {raw!r}")
+    return value
+
+
+def _enabled(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{PROBE_ENABLED_ENV}: {raw!r} is not true or false")
+
+
+def _int_at_least(raw: str, minimum: int, flag: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{flag}: {raw!r} is not a whole number") from None
+    if value < minimum:
+        raise ConfigError(f"{flag}: must be at least {minimum}, got {value}")
     return value
 
 

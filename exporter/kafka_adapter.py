@@ -15,7 +15,6 @@ missing from the snapshot and its error is listed. Every wait is bounded by the 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -32,8 +31,15 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # documented 
     ResourceType,
 )
 
+# kafka-python is imported here, once, on the importing thread. Imported lazily inside the
+# functions below, which run concurrently on the collection pool, its package imports raced and
+# Python's import lock raised `_DeadlockError: deadlock detected by _ModuleLock('kafka.admin')`.
+from kafka import errors as kafka_errors
+from kafka.admin import KafkaAdminClient
+
 from common.kafka_config import to_kafka_python
 from exporter.filters import Filters
+from exporter.librdkafka_log import librdkafka_logger
 from exporter.snapshot import (
     Broker,
     BrokerLogDirs,
@@ -55,28 +61,7 @@ from exporter.snapshot import (
 log = logging.getLogger(__name__)
 
 
-class _RepeatFilter(logging.Filter):
-    """Lets each distinct librdkafka line through once per window: while a broker is unreachable
-    librdkafka repeats the same connect failure many times a second."""
-
-    def __init__(self, window: float = 60.0) -> None:
-        super().__init__()
-        self._window = window
-        self._seen: dict[str, float] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        key = re.sub(r"\d+", "#", record.getMessage())
-        now = time.monotonic()
-        if now - self._seen.get(key, -self._window) < self._window:
-            return False
-        if len(self._seen) > 1000:
-            self._seen.clear()
-        self._seen[key] = now
-        return True
-
-
-librdkafka_log = logging.getLogger("exporter.librdkafka")
-librdkafka_log.addFilter(_RepeatFilter())
+librdkafka_log = librdkafka_logger("exporter.librdkafka")
 
 CLIENT_ID = "vigia-exporter"
 # Kafka's own list (org.apache.kafka.common.internals.Topic): the Metadata API flags these, but
@@ -139,8 +124,6 @@ def _default_admin(config: Mapping[str, Any]) -> Any:
 
 
 def _default_legacy_admin(config: Mapping[str, Any]) -> Any:
-    from kafka.admin import KafkaAdminClient
-
     client = KafkaAdminClient.__new__(KafkaAdminClient)
     try:
         client.__init__(**config)
@@ -469,13 +452,11 @@ class KafkaAdapter:
         self, legacy: Future[Any], deadline: Deadline, phases: _Phases
     ) -> tuple[Quorum | None, dict[int, str | None]]:
         """The KRaft quorum (for the controller) and the racks; each call fails on its own."""
-        from kafka import errors
-
         client = legacy.result(timeout=deadline.remaining())
         quorum = None
         try:
             quorum = _quorum(client.describe_metadata_quorum())
-        except (errors.IncompatibleBrokerVersion, errors.UnsupportedVersionError):
+        except (kafka_errors.IncompatibleBrokerVersion, kafka_errors.UnsupportedVersionError):
             pass  # not KRaft (ZooKeeper mode): there the Metadata controller is the real one
         except Exception as exc:
             phases.fail("cluster", f"DescribeQuorum: {error_text(exc)}")
@@ -623,8 +604,6 @@ def _non_negative(value: Any) -> int | None:
 
 
 def _broker_log_dirs(broker: int, responses: Sequence[Mapping[str, Any]]) -> BrokerLogDirs:
-    from kafka import errors
-
     dirs = []
     for response in responses:
         for d in response.get("log_dirs", []):
@@ -632,7 +611,7 @@ def _broker_log_dirs(broker: int, responses: Sequence[Mapping[str, Any]]) -> Bro
             dirs.append(
                 LogDir(
                     path=d["log_dir"],
-                    error=None if code == 0 else errors.for_code(code).__name__,
+                    error=None if code == 0 else kafka_errors.for_code(code).__name__,
                     total_bytes=_non_negative(d.get("total_bytes")),
                     usable_bytes=_non_negative(d.get("usable_bytes")),
                     partitions=tuple(

@@ -47,7 +47,7 @@ Use from the collection loop (keep one tracker for the life of the process)::
     # every collection, for every (group, topic, partition) with a committed offset:
     tracker.observe({(g, t, p): Observation(collected_at, committed, latest, assigned), ...},
                     prune=groups_phase_succeeded)
-    report = tracker.evaluate()
+    report = tracker.evaluate()      # or evaluate(keys) for the keys just observed
     report.partitions[(g, t, p)].status / .complete  → partition status and window completeness
     report.groups[g].status / .complete               → group status, fraction of complete windows
 
@@ -226,12 +226,20 @@ class LagStatusTracker:
     def window(self, key: PartitionKey) -> tuple[Observation, ...]:
         return tuple(self._windows.get(key, ()))
 
-    def evaluate(self) -> LagStatusReport:
+    def evaluate(self, keys: Iterable[PartitionKey] | None = None) -> LagStatusReport:
+        """Every window, or only `keys` (e.g. those observed in the current collection, so that
+        windows kept through a partial collection do not report stale statuses); groups are
+        aggregated over the evaluated partitions only."""
+        selected = (
+            self._windows.items()
+            if keys is None
+            else ((key, self._windows[key]) for key in keys if key in self._windows)
+        )
         partitions = {
             key: evaluate_partition(
                 window, window_size=self.window_size, allowed_lag=self.allowed_lag
             )
-            for key, window in self._windows.items()
+            for key, window in selected
         }
         by_group: dict[str, list[PartitionEvaluation]] = {}
         for (group, _, _), evaluation in partitions.items():

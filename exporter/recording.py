@@ -1,6 +1,7 @@
 """Recorded cluster responses (tests/fixtures/kafka-4.0-3node/*.json) as typed snapshots, and
 `replay`, which runs them through the real exporter pipeline (derive → collectors → exposition,
 and the JSON API) so other components can test against realistic exporter output without Kafka.
+A replay has no end-to-end probe: its output is what an exporter run with --no-probe serves.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from exporter import api
-from exporter.collectors import render
+from exporter.collectors import exposition
+from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.snapshot import (
     Broker,
     BrokerLogDirs,
@@ -31,7 +33,7 @@ from exporter.snapshot import (
     TopicPartitionRef,
     resolve_controller,
 )
-from exporter.state import ExporterState, derive
+from exporter.state import ExporterState, History, derive
 
 
 class RecordingError(ValueError):
@@ -54,14 +56,18 @@ def load_snapshot(path: str | Path) -> ClusterSnapshot:
         raise RecordingError(f"{path}: not a cluster recording ({exc!r})") from exc
 
 
-def replay(paths: Iterable[str | Path]) -> list[Replayed]:
-    """Feed recordings, in the given order, to the exporter pipeline as successive collections."""
+def replay(
+    paths: Iterable[str | Path], *, lag_status_window: int = DEFAULT_WINDOW_SIZE
+) -> list[Replayed]:
+    """Feed recordings, in the given order, to the exporter pipeline as successive collections
+    (with one history, as one exporter would; `lag_status_window` as --lag-status-window)."""
     results: list[Replayed] = []
     state: ExporterState | None = None
+    history = History.create(lag_status_window)
     for path in paths:
-        state = derive(state, load_snapshot(path))
+        state = derive(state, load_snapshot(path), history)
         results.append(
-            Replayed(state.snapshot.collected_at, render(state), api.cluster_json(state))
+            Replayed(state.snapshot.collected_at, exposition(state), api.cluster_json(state))
         )
     return results
 

@@ -4,6 +4,9 @@ HTTP handlers only read `CollectionService.state` (one reference, swapped atomic
 or unreachable cluster never makes /metrics slow. A collection runs in a worker thread and is
 abandoned when it exceeds its timeout (plus a short grace for the adapter to report its own
 errors); while the cluster is unreachable the loop retries with exponential backoff.
+
+The service owns the exporter's `History` (lag and ISR trackers, handed to every `derive`) and
+starts and stops the end-to-end probe, which runs on its own threads and schedule.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from exporter.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.probe.runner import ProbeRunner
 from exporter.snapshot import COLLECTION_PHASE, ClusterSnapshot, PhaseError, empty_snapshot
-from exporter.state import ExporterState, derive
+from exporter.state import ExporterState, History, derive
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +38,12 @@ class CollectionService:
         *,
         bootstrap_servers: str = "",
         clock: Callable[[], float] = time.time,
+        lag_status_window: int = DEFAULT_WINDOW_SIZE,
+        probe: ProbeRunner | None = None,
     ) -> None:
         self._collect = collect
+        self._history = History.create(lag_status_window)
+        self.probe = probe
         self._interval = interval
         self._timeout = timeout
         self._bootstrap = bootstrap_servers
@@ -58,6 +67,8 @@ class CollectionService:
         self._listeners.append(listener)
 
     def start(self) -> None:
+        if self.probe is not None:
+            self.probe.start()  # never blocks: its Kafka work runs on its own threads
         self._thread = threading.Thread(target=self._run, name="vigia-collector", daemon=True)
         self._thread.start()
 
@@ -65,10 +76,12 @@ class CollectionService:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self._timeout + GRACE_SECONDS + 1)
+        if self.probe is not None:
+            self.probe.stop()
 
     def collect_once(self) -> ExporterState:
         snapshot = self._bounded_collect()
-        state = derive(self._state, snapshot)
+        state = derive(self._state, snapshot, self._history)
         for listener in self._listeners:
             listener(state)
         self._state = state

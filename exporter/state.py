@@ -1,22 +1,34 @@
-"""Pure cross-collection step: `derive(previous, snapshot) -> ExporterState`.
+"""Cross-collection step: `derive(previous, snapshot, history) -> ExporterState`.
 
 The collectors and the JSON API read only the latest `ExporterState`. Everything that needs more
-than one collection (message rates, error counters) is carried from `previous` to the new state
-here. Later work (ISR history, lag in seconds, lag status) adds its own fields to `ExporterState`,
-computed in `derive` from `previous.<field>` and the snapshot, without touching the rest: a
-history kept in a mutable tracker is handed on by reference and updated here, and what the
-collectors read from it is stored as plain values. Because `recording.replay` runs `derive`,
-replays then include that work too.
+than one collection is computed here: message rates and error counters from `previous`, and from
+`History` (the mutable trackers one exporter keeps for its whole life) the ISR history, lag in
+seconds and lag status. `derive` updates the trackers and stores what the collectors read from
+them as plain values. Nothing reads a clock: times come from `snapshot.collected_at`, so feeding
+the same snapshots in the same order (as `recording.replay` does) gives the same states.
+
+A phase that failed leaves the trackers' memory of what it did not see intact (`prune=False`), so
+one partial collection does not reset lag-status windows or offset history; the families of what
+was not seen are left out of that state as usual.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
+from exporter.isr_history import IsrTracker
+from exporter.lag_seconds import OffsetHistory, max_lag_seconds_by_group_topic
+from exporter.lag_status import (
+    DEFAULT_WINDOW_SIZE,
+    GroupEvaluation,
+    LagStatusTracker,
+    Observation,
+    PartitionEvaluation,
+)
 from exporter.snapshot import (
     COLLECTION_PHASE,
     PHASES,
@@ -64,6 +76,20 @@ class PartitionLag:
     lag: int | None  # latest - committed, clamped at 0
 
 
+@dataclass(slots=True)
+class History:
+    """The trackers one exporter (or one replay) keeps across collections; mutable, updated by
+    `derive` and handed from state to state by reference."""
+
+    offsets: OffsetHistory = field(default_factory=OffsetHistory)
+    lag_status: LagStatusTracker = field(default_factory=LagStatusTracker)
+    isr: IsrTracker = field(default_factory=IsrTracker)
+
+    @classmethod
+    def create(cls, lag_status_window: int = DEFAULT_WINDOW_SIZE) -> History:
+        return cls(lag_status=LagStatusTracker(window_size=lag_status_window))
+
+
 @dataclass(frozen=True, slots=True)
 class ExporterState:
     snapshot: ClusterSnapshot
@@ -86,6 +112,15 @@ class ExporterState:
     topic_size_bytes: Mapping[str, int]
     topic_leader_size_bytes: Mapping[str, int]
     group_lags: tuple[PartitionLag, ...]
+    # From the history. A key is absent when its value is unknown (see docs/lag.md).
+    lag_seconds: Mapping[GTP, float]
+    max_lag_seconds: Mapping[tuple[str, str], float]  # (group, topic)
+    lag_status: Mapping[GTP, PartitionEvaluation]
+    group_status: Mapping[str, GroupEvaluation]
+    out_of_sync_seconds: Mapping[tuple[str, int, int], float]  # (topic, partition, broker)
+    isr_shrinks: Mapping[int, int]  # broker -> replicas seen leaving an ISR since start
+    isr_expands: Mapping[int, int]
+    history: History = field(compare=False, repr=False)
 
     @property
     def up(self) -> bool:
@@ -96,7 +131,13 @@ def _frozen(d: Mapping[K, V]) -> Mapping[K, V]:
     return MappingProxyType(dict(d))
 
 
-def derive(previous: ExporterState | None, snapshot: ClusterSnapshot) -> ExporterState:
+def derive(
+    previous: ExporterState | None, snapshot: ClusterSnapshot, history: History | None = None
+) -> ExporterState:
+    """The state after `snapshot`. `history` defaults to the one `previous` carries (a new one
+    for the first collection): pass the exporter's own to choose its settings."""
+    if history is None:
+        history = previous.history if previous is not None else History()
     errors_total = dict.fromkeys((*PHASES, COLLECTION_PHASE), 0)
     if previous is not None:
         errors_total.update(previous.errors_total)
@@ -115,6 +156,18 @@ def derive(previous: ExporterState | None, snapshot: ClusterSnapshot) -> Exporte
     }
     replica_sizes = _replica_sizes(snapshot)
     topic_size, leader_size = _topic_sizes(snapshot.topics, replica_sizes)
+    broker_counts = _broker_counts(snapshot)
+    group_lags = _group_lags(snapshot)
+    out_of_sync, shrinks, expands = _isr_history(history.isr, snapshot, broker_counts.keys())
+    # Recorded before estimating: the estimate uses the current (time, latest offset) as the
+    # curve's newest point either way.
+    history.offsets.record(
+        snapshot.collected_at,
+        latest_now,
+        prune=snapshot.has_metadata and "offsets" not in snapshot.failed_phases,
+    )
+    lag_seconds = _lag_seconds(history.offsets, snapshot.collected_at, group_lags)
+    lag_status, group_status = _lag_status(history.lag_status, snapshot, group_lags)
     return ExporterState(
         snapshot=snapshot,
         collections_total=(previous.collections_total if previous else 0) + 1,
@@ -131,12 +184,20 @@ def derive(previous: ExporterState | None, snapshot: ClusterSnapshot) -> Exporte
         consumed_rates=_frozen(consumed_rates),
         min_isr=_frozen(min_isr),
         partition_status=_frozen(_partition_status(snapshot.topics, min_isr)),
-        broker_counts=_frozen(_broker_counts(snapshot)),
+        broker_counts=_frozen(broker_counts),
         topic_broker_leaders=_frozen(_topic_broker_leaders(snapshot.topics)),
         replica_sizes=_frozen(replica_sizes),
         topic_size_bytes=_frozen(topic_size),
         topic_leader_size_bytes=_frozen(leader_size),
-        group_lags=_group_lags(snapshot),
+        group_lags=group_lags,
+        lag_seconds=_frozen(lag_seconds),
+        max_lag_seconds=_frozen(_max_lag_seconds(group_lags, lag_seconds)),
+        lag_status=_frozen(lag_status),
+        group_status=_frozen(group_status),
+        out_of_sync_seconds=_frozen(out_of_sync),
+        isr_shrinks=_frozen(shrinks),
+        isr_expands=_frozen(expands),
+        history=history,
     )
 
 
@@ -295,3 +356,91 @@ def _group_lags(snapshot: ClusterSnapshot) -> tuple[PartitionLag, ...]:
             lag = None if end is None else max(0, end - c.offset)
             lags.append(PartitionLag(g.group_id, c.topic, c.partition, c.offset, end, lag))
     return tuple(lags)
+
+
+def _isr_history(
+    tracker: IsrTracker, snapshot: ClusterSnapshot, brokers: Iterable[int]
+) -> tuple[dict[tuple[str, int, int], float], dict[int, int], dict[int, int]]:
+    """Out-of-sync seconds of the partitions in this collection's metadata (none without
+    metadata) and the shrink/expand counters of every broker seen (0 until the first change,
+    so that rate() sees the first one)."""
+    if snapshot.has_metadata:
+        partitions = {
+            (t.name, p.partition): (p.replicas, p.isr)
+            for t in snapshot.topics
+            for p in t.partitions
+        }
+        tracker.update(snapshot.collected_at, partitions, prune=True)
+        out_of_sync = tracker.out_of_sync_seconds(snapshot.collected_at)
+    else:
+        out_of_sync = {}
+    shrinks, expands = tracker.shrinks, tracker.expands
+    seen = sorted({*brokers, *shrinks, *expands})
+    return out_of_sync, {b: shrinks.get(b, 0) for b in seen}, {b: expands.get(b, 0) for b in seen}
+
+
+def _lag_seconds(
+    offsets: OffsetHistory, now: float, group_lags: Iterable[PartitionLag]
+) -> dict[GTP, float]:
+    seconds: dict[GTP, float] = {}
+    for item in group_lags:
+        if item.latest is None:
+            continue
+        value = offsets.lag_seconds(item.topic, item.partition, item.committed, item.latest, now)
+        if value is not None:
+            seconds[(item.group, item.topic, item.partition)] = value
+    return seconds
+
+
+def _max_lag_seconds(
+    group_lags: Iterable[PartitionLag], lag_seconds: Mapping[GTP, float]
+) -> dict[tuple[str, str], float]:
+    """Only for (group, topic)s where every partition with a known lag has an estimate: a maximum
+    over part of them could understate the worst one (e.g. on a partition's first collection)."""
+    unknown = {
+        (i.group, i.topic)
+        for i in group_lags
+        if i.lag is not None and (i.group, i.topic, i.partition) not in lag_seconds
+    }
+    return {
+        key: value
+        for key, value in max_lag_seconds_by_group_topic(lag_seconds).items()
+        if key not in unknown
+    }
+
+
+def _lag_status(
+    tracker: LagStatusTracker, snapshot: ClusterSnapshot, group_lags: Iterable[PartitionLag]
+) -> tuple[dict[GTP, PartitionEvaluation], dict[str, GroupEvaluation]]:
+    """One observation per group-partition with a commit and a latest offset; evaluated over the
+    keys observed now, so a partition missing from a partial collection reports nothing."""
+    owned: dict[str, frozenset[TP] | None] = {
+        g.group_id: None
+        if g.members is None
+        else frozenset((r.topic, r.partition) for m in g.members for r in m.assignment)
+        for g in snapshot.groups
+    }
+    observations: dict[GTP, Observation] = {}
+    for item in group_lags:
+        if item.latest is None:
+            continue
+        key = (item.group, item.topic, item.partition)
+        assignment = owned.get(item.group)
+        if assignment is None:
+            # DescribeGroups failed for this group: keep the last known membership rather than
+            # calling a live consumer stopped.
+            window = tracker.window(key)
+            assigned = window[-1].assigned if window else False
+        else:
+            assigned = (item.topic, item.partition) in assignment
+        observations[key] = Observation(
+            snapshot.collected_at, item.committed, item.latest, assigned
+        )
+    complete = snapshot.has_metadata and not snapshot.failed_phases & {
+        "offsets",
+        "groups",
+        "group_offsets",
+    }
+    tracker.observe(observations, prune=complete)
+    report = tracker.evaluate(observations.keys())
+    return dict(report.partitions), dict(report.groups)

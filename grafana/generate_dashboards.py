@@ -505,12 +505,56 @@ def kafka_cluster_board() -> Board:
             ),
         ),
     )
+    exporter = Row(
+        "Exporter",
+        (
+            Panel(
+                "Last collection complete",
+                (q(f"min(vigia_exporter_up{{{C}}})", "complete"),),
+                kind="stat",
+                width=8,
+                mappings=[
+                    {
+                        "type": "value",
+                        "options": {
+                            "0": {"text": "PARTIAL", "color": "orange", "index": 0},
+                            "1": {"text": "COMPLETE", "color": "green", "index": 1},
+                        },
+                    }
+                ],
+            ),
+            Panel(
+                "Age of the last collection",
+                (
+                    q(
+                        f"time() - max(vigia_exporter_last_collection_timestamp_seconds{{{C}}})",
+                        "age",
+                    ),
+                ),
+                unit="s",
+                width=8,
+                thresholds=((120, "red"),),
+            ),
+            Panel(
+                "Collection errors by phase",
+                (
+                    q(
+                        "sum by (phase) (increase(vigia_exporter_collection_errors_total"
+                        f"{{{C}}}[$__rate_interval]))",
+                        "{{phase}}",
+                    ),
+                ),
+                width=8,
+                description="Which calls to Kafka failed (VigiaExporterPartial).",
+            ),
+        ),
+    )
     return Board(
         uid="vigia-kafka-cluster",
         title="Vigía / Kafka cluster",
         description="Brokers, controller, partition leadership, replication, broker JVMs, disk.",
         variables=(CLUSTER_VAR, BROKER_VAR, TOPIC_VAR),
-        rows=(overview, partitions, replication, resources, disk),
+        rows=(overview, partitions, replication, resources, disk, exporter),
     )
 
 

@@ -87,6 +87,8 @@ def session_settings(spark_master: str | None) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         # Otherwise a partitioned write sorts each task's rows by measure_date first.
         "spark.sql.maxConcurrentOutputFileWriters": "16",
+        # Stage progress bars would interleave with the job's log lines.
+        "spark.ui.showConsoleProgress": "false",
     }
     if master.startswith("local") and not submitted.contains("spark.sql.shuffle.partitions"):
         # The in-batch dedupe shuffles; Spark's 200 partitions would mean 200 files per batch.
@@ -302,24 +304,34 @@ class IngestJob:
     def run(self) -> None:
         """Run until the query ends (available-now) or a stop is requested; raise JobError on
         failure."""
-        config = self.config
-        admin = self.admin
-        committer = GroupCommitListener(config.query_name, admin, config.topic)
-        # The bus calls listeners in registration order: once the metrics have seen the last
-        # batch (run() waits for that), its offsets are committed too.
-        listeners: list[StreamingQueryListener] = [committer] if config.group_id else []
-        listeners.append(IngestListener(self.metrics))
         try:
-            sink = ExactlyOnceSink(self.spark, config.checkpoint)
+            sink = ExactlyOnceSink(self.spark, self.config.checkpoint)
             for path, what in (
-                (config.output, "output"),
-                (config.quarantine, "quarantine"),
-                (config.checkpoint, "checkpoint"),
+                (self.config.output, "output"),
+                (self.config.quarantine, "quarantine"),
+                (self.config.checkpoint, "checkpoint"),
             ):
                 sink.fs.check_writable(path, what)
-            self.metrics.seed_days(stored_day_counts(self.spark, sink, config.output))
-            for listener in listeners:
-                self.spark.streams.addListener(listener)
+            self.metrics.seed_days(stored_day_counts(self.spark, sink, self.config.output))
+            self._stream(sink)
+        except StreamingQueryException as exc:
+            raise JobError(failure_sentence(exc)) from exc
+        except SinkError as exc:
+            raise JobError(str(exc)) from exc
+        finally:
+            self.metrics.query_terminated()
+            self.admin.close()
+
+    def _stream(self, sink: ExactlyOnceSink) -> None:
+        config = self.config
+        committer = GroupCommitListener(config.query_name, self.admin, config.topic)
+        # The bus calls listeners in registration order: once the metrics have seen the last
+        # batch (we wait for that below), its offsets are committed too.
+        listeners: list[StreamingQueryListener] = [committer] if config.group_id else []
+        listeners.append(IngestListener(self.metrics))
+        for listener in listeners:
+            self.spark.streams.addListener(listener)
+        try:
             self.query = start_query(self.spark, config, BatchWriter(sink, config, self.metrics))
             log.info(
                 "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
@@ -337,15 +349,9 @@ class IngestJob:
                 self.metrics.wait_for_batch(last.batchId, LISTENER_WAIT_S)
                 if config.group_id:
                     committer.commit_progress(json.loads(last.json))
-        except StreamingQueryException as exc:
-            raise JobError(failure_sentence(exc)) from exc
-        except SinkError as exc:
-            raise JobError(str(exc)) from exc
         finally:
             for listener in listeners:
                 self.spark.streams.removeListener(listener)
-            self.metrics.query_terminated()
-            admin.close()
 
     def _await(self, query: StreamingQuery) -> None:
         # Poll rather than block: a signal handler cannot safely call into the JVM while the main

@@ -50,9 +50,10 @@ def plan() -> Plan:
         ranged={
             "input_rate": f"{_BY_QUERY} (vigia_ingest_input_rows_per_second)",
             "processed_rate": f"{_BY_QUERY} (vigia_ingest_processed_rows_per_second)",
-            "batch_avg": (
-                f"{_BY_QUERY} (rate(vigia_ingest_batch_duration_seconds_sum[5m])) / "
-                f"{_BY_QUERY} (rate(vigia_ingest_batch_duration_seconds_count[5m]))"
+            # the last batch's own duration; a rate() ratio of the histogram's _sum and _count
+            # is skewed by extrapolation when only a few batches fall in the window
+            "batch_last": (
+                'max by (query) (vigia_ingest_phase_duration_seconds{phase="triggerExecution"})'
             ),
             "batch_p95": (
                 "histogram_quantile(0.95, sum by (query, le) "
@@ -154,7 +155,7 @@ def build(ctx: PageContext) -> list[Any]:
         metric="vigia_ingest_processed_rows_per_second",
     )
     avg = matrix_traces(
-        ctx.ranged("batch_avg"), named("mean"), metric="vigia_ingest_batch_duration_seconds"
+        ctx.ranged("batch_last"), named("last batch"), metric="vigia_ingest_phase_duration_seconds"
     )
     p95 = matrix_traces(
         ctx.ranged("batch_p95"), named("p95"), metric="vigia_ingest_batch_duration_seconds"

@@ -195,9 +195,9 @@ def treemap_figure(partitions: Sequence[Partition]) -> Figure:
                 "parents": parents,
                 "values": values,
                 "branchvalues": "total",
-                "text": [fmt_bytes(v) for v in values],
-                "hovertemplate": "%{label}: %{text}<extra></extra>",
-                "textinfo": "label+text",
+                # formatted in the browser: 1,000 pre-formatted strings would slow each refresh
+                "texttemplate": "%{label}<br>%{value:.3s}B",
+                "hovertemplate": "%{label}: %{value:,} bytes<extra></extra>",
                 "maxdepth": 2,
             }
         ],

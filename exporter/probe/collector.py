@@ -1,10 +1,12 @@
 """Prometheus collector for the end-to-end probe: families rebuilt from `ProbeStats` on each scrape.
 
-    registry.register(ProbeCollector(runner.stats))
+    registry.register(ProbeCollector(runner.stats, lambda: runner.status))
 
 `stats` is any callable returning the current `ProbeStats` (or None: no probe series at all, e.g.
-probing disabled). Label values: `broker` is the id of the broker leading the probe partition when
-the message was sent, `acks` is `all` or `1`, `outcome` is `ok`, `failed` or `lost`.
+probing disabled); `status` returns the runner's status, and `vigia_probe_up` is 1 only while it
+is "running", so alerts can tell "the probe sees no traffic" from "the probe is off".
+Label values: `broker` is the id of the broker leading the probe partition when the message was
+sent, `acks` is `all` or `1`, `outcome` is `ok`, `failed` or `lost`.
 """
 
 from __future__ import annotations
@@ -20,13 +22,19 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from exporter.probe.runner import RUNNING
 from exporter.probe.tracker import HistogramSnapshot, ProbeStats
 
+UP = "vigia_probe_up"
 PRODUCE_LATENCY = "vigia_probe_produce_latency_seconds"
 REPLICATION_LATENCY = "vigia_probe_replication_latency_seconds"
 ROUNDTRIP_LATENCY = "vigia_probe_roundtrip_latency_seconds"
 MESSAGES = "vigia_probe_messages"  # exposed as vigia_probe_messages_total
 
+UP_HELP = (
+    "1 while the end-to-end probe runs, 0 when it is disabled (--no-probe) or off (e.g. the probe "
+    "topic cannot be created; the exporter log and /api/v1/cluster say why)."
+)
 PRODUCE_LATENCY_HELP = (
     "Time from producing a probe message to its delivery report, by the broker leading the probe "
     "partition and the producer's acks setting (all: written to every in-sync replica; "
@@ -47,11 +55,13 @@ MESSAGES_HELP = (
 
 
 class ProbeCollector(Collector):
-    def __init__(self, stats: Callable[[], ProbeStats | None]) -> None:
+    def __init__(self, stats: Callable[[], ProbeStats | None], status: Callable[[], str]) -> None:
         self._stats = stats
+        self._status = status
 
     def describe(self) -> Iterator[Metric]:
         # Names only, so registering never calls into the probe.
+        yield GaugeMetricFamily(UP, UP_HELP)
         yield HistogramMetricFamily(
             PRODUCE_LATENCY, PRODUCE_LATENCY_HELP, labels=["broker", "acks"]
         )
@@ -60,6 +70,7 @@ class ProbeCollector(Collector):
         yield CounterMetricFamily(MESSAGES, MESSAGES_HELP, labels=["broker", "outcome"])
 
     def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(UP, UP_HELP, value=int(self._status() == RUNNING))
         stats = self._stats()
         if stats is None:
             return

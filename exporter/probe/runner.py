@@ -55,13 +55,16 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
+from exporter.librdkafka_log import librdkafka_logger
 from exporter.probe.planner import ProbeTopicPlan, plan_probe_topic
 from exporter.probe.tracker import LatencyTracker, ProbeStats
 
 logger = logging.getLogger(__name__)
-_librdkafka_logger = logging.getLogger("exporter.probe.librdkafka")
+_librdkafka_logger = librdkafka_logger("exporter.probe.librdkafka")
 
 DEFAULT_TOPIC = "vigia-probe"
+RUNNING = "running"
+DISABLED = "disabled"
 # Probe messages only need to live until they are consumed.
 PROBE_TOPIC_CONFIG = {"retention.ms": "3600000", "segment.ms": "3600000"}
 _POLL_SECONDS = 0.05
@@ -104,7 +107,7 @@ class ProbeRunner:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._status = "disabled" if not self.settings.enabled else "starting"
+        self._status = DISABLED if not self.settings.enabled else "starting"
         self._partitions: dict[int, int] = {}
         self._assigned: frozenset[int] = frozenset()
         self._new_assignment: list[TopicPartition] | None = None
@@ -205,7 +208,7 @@ class ProbeRunner:
                 if now >= next_reconcile:
                     self._reconcile()
                     next_reconcile = self._clock() + self.settings.reconcile_interval_seconds
-                if self._status == "running" and self._clock() >= next_round:
+                if self._status == RUNNING and self._clock() >= next_round:
                     next_round = self._clock() + self.settings.interval_seconds
                     self._send_round()
                 for producer in self._producers.values():
@@ -255,7 +258,7 @@ class ProbeRunner:
         try:
             metadata = admin.list_topics(timeout=timeout)
         except KafkaException as exc:
-            if self._status == "running":
+            if self._status == RUNNING:
                 # An unreachable cluster is what the probe must keep measuring (as failed/lost).
                 logger.warning("probe topic upkeep skipped: %s", _reason(exc))
             else:
@@ -291,14 +294,14 @@ class ProbeRunner:
                     plan.total_partitions - len(plan.new_partitions),
                 )
         if not self._refresh_partitions(wait=timeout):
-            if self._status != "running":
+            if self._status != RUNNING:
                 self._off(f"probe topic {topic!r} has no partitions in the metadata yet; retrying")
             return
-        if self._status != "running":
+        if self._status != RUNNING:
             logger.info(
                 "end-to-end probe running on %r: partition → leader %s", topic, self.partitions
             )
-            self._status = "running"
+            self._status = RUNNING
 
     def _create_topic(self, plan: ProbeTopicPlan) -> str | None:
         assert self._admin is not None and plan.create_topic is not None

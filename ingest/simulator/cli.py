@@ -13,13 +13,15 @@ the manifest written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from common.kafka_config import KafkaOptionError, merged
@@ -27,7 +29,7 @@ from common.logs import setup_logging
 from ingest.schema import MAGNITUDES
 from ingest.simulator.delivery import DeliveryTally
 from ingest.simulator.malformed import FaultInjector
-from ingest.simulator.manifest import meter_range, write_manifest
+from ingest.simulator.manifest import Manifest, meter_range, write_manifest
 from ingest.simulator.metrics import MetricsServer, RunState, SimulatorCollector
 from ingest.simulator.producer import KafkaSink, ProducerError
 from ingest.simulator.runner import Outage, Runner
@@ -227,16 +229,29 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.meter_range = meter_range(args.meters, args.meter_prefix)
     except (KafkaOptionError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
+    if args.manifest and not Path(args.manifest).parent.is_dir():
+        raise ConfigError(f"--manifest: directory {Path(args.manifest).parent} does not exist")
     return args
 
 
-def _on_signals(stop: threading.Event) -> None:
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT / SIGTERM end the run cleanly; the previous handlers come back afterwards (the
+    simulator also runs inside test processes). Signals reach only the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
     def handler(signum: int, _frame: object) -> None:
         log.info("%s: stopping after the current chunk", signal.Signals(signum).name)
         stop.set()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -274,7 +289,31 @@ def run(args: argparse.Namespace) -> int:
             )
             return EXIT_FAILED
     stop = threading.Event()
-    _on_signals(stop)
+    try:
+        with _stop_on_signals(stop):
+            manifest = _produce(args, sink, tally, state, stop)
+            if server is not None and args.metrics_linger > 0 and not stop.is_set():
+                log.info("serving final metrics for %g s", args.metrics_linger)
+                stop.wait(args.metrics_linger)
+    finally:
+        if server is not None:
+            server.stop()
+    if manifest.failed:
+        log.error(
+            "%d messages were not delivered (first error: %s)", manifest.failed, tally.first_error
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _produce(
+    args: argparse.Namespace,
+    sink: KafkaSink,
+    tally: DeliveryTally,
+    state: RunState,
+    stop: threading.Event,
+) -> Manifest:
+    """The run itself, then the manifest of what was delivered (written when asked for)."""
     runner = Runner(
         sink,
         args.meter_range,
@@ -322,17 +361,7 @@ def run(args: argparse.Namespace) -> int:
         manifest.malformed_total,
         manifest.failed,
     )
-    if server is not None:
-        if args.metrics_linger > 0 and not stop.is_set():
-            log.info("serving final metrics for %g s", args.metrics_linger)
-            stop.wait(args.metrics_linger)
-        server.stop()
-    if manifest.failed:
-        log.error(
-            "%d messages were not delivered (first error: %s)", manifest.failed, tally.first_error
-        )
-        return EXIT_FAILED
-    return EXIT_OK
+    return manifest
 
 
 def _iso(moment: dt.datetime) -> str:

@@ -1,5 +1,6 @@
-"""The shared Kafka 4.0 recordings as the exporter serves them (via `exporter.recording.replay`) and
-the brokers' JMX scrapes, turned into a Prometheus history shifted to recent times.
+"""The shared Kafka 4.0 recordings as the exporter serves them (via `exporter.recording.replay`),
+the brokers' JMX scrapes and the ingest job's recorded progress events (through its real metrics
+code), turned into a Prometheus history shifted to recent times.
 
 Plain cached helpers rather than fixtures (tests/dashboard is not a package; a conftest here could
 clash with other suites' conftest modules).
@@ -8,14 +9,22 @@ clash with other suites' conftest modules).
 from __future__ import annotations
 
 import copy
+import datetime as dt
+import json
 import math
 from functools import cache
+from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.recording import Replayed, replay
+from ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
+
+# Progress events recorded from a real run of the ingest job (two batches of a backlog).
+INGEST_PROGRESS = Path(__file__).parents[1] / "ingest" / "fixtures" / "progress-backlog.json"
 
 # Seconds between each scenario's `collected_at` and the end of each broker's JMX scrape
 # (fixtures README, "Rates from healthy → healthy-later"); broker 1 was stopped in broker-down.
@@ -59,8 +68,35 @@ def _lines(text: str, extra: dict[str, str], timestamp: float) -> list[str]:
     return out
 
 
+def ingest_expositions(end: float) -> list[tuple[float, str]]:
+    """(time, /metrics text) of the ingest job after each recorded progress event, fed through the
+    job's real `IngestMetrics`; times (and the measures' timestamps, so freshness keeps its
+    recorded value) are moved so that the last event happens at `end`."""
+    events = json.loads(INGEST_PROGRESS.read_text(encoding="utf-8"))
+    last = sample_from_progress(events[-1]).timestamp
+    metrics = IngestMetrics("vigia-ingest")
+    registry = CollectorRegistry()
+    registry.register(metrics)
+    metrics.query_started()
+    out = []
+    for event in events:
+        sample = sample_from_progress(event)
+        at = sample.timestamp - last + end
+        event = copy.deepcopy(event)
+        event["timestamp"] = dt.datetime.fromtimestamp(at, dt.UTC).isoformat()
+        observed = event["observedMetrics"]["vigia_ingest"]
+        observed["newest_ts_seconds"] += at - sample.timestamp
+        metrics.progress(sample_from_progress(event))
+        # The sink's own report is not in the recording; its valid-row count is the one the job
+        # observed in the same batch (the simulator sends no duplicates).
+        metrics.batch_written(BatchWritten(sample.batch_id, observed["valid"], 0))
+        out.append((at, generate_latest(registry).decode()))
+    return out
+
+
 def openmetrics_history(shift: float) -> str:
-    """OpenMetrics text of every exporter exposition and JMX scrape, timestamps moved by `shift`.
+    """OpenMetrics text of every exporter exposition, JMX scrape and ingest scrape, timestamps
+    moved by `shift` (the ingest batches end with the last recording).
 
     Labels are the ones Prometheus would add with prometheus/prometheus.yml: job, instance,
     cluster, and `broker` on the JMX targets (from targets/kafka-jmx.json).
@@ -83,6 +119,10 @@ def openmetrics_history(shift: float) -> str:
                 "cluster": CLUSTER_LABEL,
             }
             lines += _lines(path.read_text(encoding="utf-8"), jmx_labels, at + delay)
+    _, last = time_span()
+    ingest_labels = {"job": "vigia-ingest", "instance": "127.0.0.1:9310", "cluster": CLUSTER_LABEL}
+    for at, text in ingest_expositions(last + shift):
+        lines += _lines(text, ingest_labels, at)
     return "\n".join(lines) + "\n# EOF\n"
 
 

@@ -260,7 +260,8 @@ def test_partition_table_rows_flags_and_order() -> None:
     by_name = {(r["topic"], r["partition"]): r for r in rows}
     assert by_name[("events", 1)]["flags"] == "under min ISR, URP"
     assert by_name[("measure", 0)]["leader"] == 2 and by_name[("measure", 0)]["isr"] == "2,3"
-    assert by_name[("measure", 0)]["out_of_sync"] == "1"
+    # the exporter saw broker 1 leave the ISR between healthy-later and broker-down
+    assert by_name[("measure", 0)]["out_of_sync"] == "1: 16 s"
     assert rows[0]["flags"]  # problems first
     healthy = topics.partition_rows(cluster("healthy").partitions, {"__consumer_offsets"})
     assert healthy[0]["topic"] == "events" and healthy[-1]["topic"] == "__consumer_offsets"
@@ -319,6 +320,9 @@ def test_replication_page_history_from_prometheus() -> None:
     assert max(v for v in history["broker 1"] if v is not None) == 67
     remote = figure(page, "fig-replication-remote-time")
     assert len(remote["data"]) == 3
+    longest = traces_by_name(figure(page, "fig-replication-oos-time"))
+    assert 16 < max(v for v in longest["broker 1"] if v is not None) < 17
+    assert max(v for v in longest["broker 2"] if v is not None) == 0
     probe = figure(page, "fig-replication-probe")
     assert probe["data"] == []
     assert "vigia_probe_replication_latency_seconds" in probe["layout"]["annotations"][0]["text"]
@@ -340,6 +344,9 @@ def test_group_rows_lag_per_scenario() -> None:
         "vigia-ingest": "104,555",
     }
     assert lags("rebalanced")["billing"] == "1,725"
+    rebalanced = {r[0]: r for r in consumers.group_rows(cluster("rebalanced").groups, Filters())}
+    assert (rebalanced["billing"][4], rebalanced["billing"][7]) == ("OK", "0.9 s")
+    assert rebalanced["vigia-ingest"][7] == "2 min"  # 148 s behind: it stopped consuming
     assert lags("rebalanced")["vigia-ingest"] == "295,914"
     assert consumers.charted_groups(cluster("healthy").groups, Filters(), n=2) == [
         "vigia-ingest",
@@ -363,6 +370,9 @@ def test_consumers_page_produced_vs_consumed() -> None:
     }
     assert max(v for v in flow["consumed · vigia-ingest · measure"] if v is not None) == 0
     assert max(v for v in flow["consumed · billing · measure"] if v is not None) > 1900
+    seconds = traces_by_name(figure(page, "fig-consumers-lag-seconds"))
+    ingest_s = [v for v in seconds["vigia-ingest · measure"] if v is not None]
+    assert ingest_s == sorted(ingest_s) and 140 < ingest_s[-1] < 150  # grows while it is stopped
     lag = traces_by_name(figure(page, "fig-consumers-lag"))
     billing = [v for v in lag["billing · measure"] if v is not None]
     assert billing[-1] == 1725  # the last recording, rebalanced
@@ -443,15 +453,48 @@ def test_daily_completeness_and_invalid_rows() -> None:
     ]
 
 
-def test_ingest_page_without_ingest_metrics_says_no_data() -> None:
+def test_ingest_page_from_the_jobs_recorded_batches() -> None:
     page = ingest.build(recorded_context("/ingest"))
-    rates = figure(page, "fig-ingest-rates")
-    assert (
-        rates["data"] == []
-        and "vigia_ingest_input_rows_per_second" in rates["layout"]["annotations"][0]["text"]
-    )
+
+    def span(graph_id: str) -> dict[str, set[float]]:
+        return {
+            name: {round(v, 3) for v in values if v is not None}
+            for name, values in traces_by_name(figure(page, graph_id)).items()
+        }
+
+    # the two recorded micro-batches: 12,000 rows in 47.7 s, then 11,272 rows in 11.6 s
+    assert span("fig-ingest-rows") == {"vigia-ingest rows": {12000, 11272}}
+    rates = span("fig-ingest-rates")
+    assert rates == {"vigia-ingest input": {0.0, 235.7}, "vigia-ingest processed": {251.7, 969.6}}
+    durations = span("fig-ingest-batch-duration")
+    assert durations["vigia-ingest last batch"] == {47.654, 11.625}
+    assert durations["default trigger interval 30 s (not exported)"] == {30.0}
+    assert table_rows(page, "ingest-summary")[0][:2] == ["vigia-ingest: running", "11,272"]
+    assert table_rows(page, "invalid-table")[0] == ["malformed_json", "34", "0.15%"]
+    assert table_rows(page, "invalid-table")[-1] == ["(valid rows written)", "23,040", "99.00%"]
     backlog = traces_by_name(figure(page, "fig-ingest-backlog"))
     assert max(v for v in backlog["vigia-ingest lag · measure"] if v is not None) == 295914
+    assert max(v for v in backlog["job's offsets behind · measure"] if v is not None) == 3010
+    completeness = figure(page, "fig-ingest-completeness")
+    assert completeness["data"] == []
+    assert "vigia_ingest_day_measures" in completeness["layout"]["annotations"][0]["text"]
+
+
+def test_ingest_page_without_ingest_metrics_says_no_data() -> None:
+    ctx = recorded_context("/ingest")
+    empty = PageContext(
+        Fetched(
+            cluster=None,
+            alerts=[],
+            instant={k: [] for k in ctx.fetched.instant},
+            ranged={k: [] for k in ctx.fetched.ranged},
+        ),
+        ctx.window,
+        ctx.now,
+    )
+    rates = figure(ingest.build(empty), "fig-ingest-rates")
+    assert rates["data"] == []
+    assert "vigia_ingest_input_rows_per_second" in rates["layout"]["annotations"][0]["text"]
 
 
 # ------------------------------------------------------------------ every page

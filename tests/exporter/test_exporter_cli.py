@@ -21,6 +21,35 @@ def test_defaults() -> None:
     assert (config.collection_interval, config.collection_timeout) == (15.0, 10.0)
     assert config.filters.topics.allows("__consumer_offsets") and config.filters.groups.allows("x")
     assert dict(config.kafka_options) == {} and config.log_level == "INFO"
+    assert config.lag_status_window == 10
+    probe = config.probe
+    assert (probe.enabled, probe.topic, probe.interval_seconds, probe.deadline_seconds) == (
+        True,
+        "vigia-probe",
+        5.0,
+        10.0,
+    )
+    assert probe.request_timeout_seconds == config.collection_timeout
+
+
+def test_probe_and_lag_status_settings_from_environment_and_flags() -> None:
+    env = {
+        "VIGIA_PROBE_TOPIC": "ops.probe",
+        "VIGIA_PROBE_INTERVAL": "2.5",
+        "VIGIA_PROBE_DEADLINE": "4",
+        "VIGIA_PROBE_ENABLED": "false",
+        "VIGIA_EXPORTER_LAG_STATUS_WINDOW": "5",
+    }
+    from_env = parse_config([], env)
+    assert not from_env.probe.enabled
+    assert (from_env.probe.topic, from_env.probe.interval_seconds) == ("ops.probe", 2.5)
+    assert (from_env.probe.deadline_seconds, from_env.lag_status_window) == (4.0, 5)
+    flags = ["--probe", "--probe-topic", "p", "--probe-deadline", "3", "--lag-status-window", "2"]
+    from_flags = parse_config(flags, env)
+    assert from_flags.probe.enabled and from_flags.probe.topic == "p"
+    assert (from_flags.probe.deadline_seconds, from_flags.lag_status_window) == (3.0, 2)
+    assert not parse_config(["--no-probe"], {}).probe.enabled
+    assert parse_config([], {"VIGIA_PROBE_ENABLED": "TRUE"}).probe.enabled
 
 
 def test_flags_win_over_environment() -> None:
@@ -57,6 +86,11 @@ def test_flags_win_over_environment() -> None:
         ),
         (["--log-level", "chatty"], "--log-level: unknown level 'chatty'"),
         (["--topic-includ", "x"], "unrecognized arguments: --topic-includ x"),  # no abbreviations
+        (["--lag-status-window", "1"], "--lag-status-window: must be at least 2, got 1"),
+        (["--lag-status-window", "ten"], "--lag-status-window: 'ten' is not a whole number"),
+        (["--probe-interval", "0"], "--probe-interval: must be more than 0 seconds"),
+        (["--probe-deadline", "x"], "--probe-deadline: 'x' is not a number of seconds"),
+        (["--probe-topic", "no spaces"], "--probe-topic: 'no spaces' is not a valid Kafka topic"),
     ],
 )
 def test_config_errors_are_one_line(argv: list[str], reason: str) -> None:
@@ -64,6 +98,11 @@ def test_config_errors_are_one_line(argv: list[str], reason: str) -> None:
         parse_config(argv, {})
     assert str(raised.value).startswith(reason)
     assert "\n" not in str(raised.value)
+
+
+def test_invalid_probe_enabled_environment_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="^VIGIA_PROBE_ENABLED: 'maybe' is not true or false$"):
+        parse_config([], {"VIGIA_PROBE_ENABLED": "maybe"})
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

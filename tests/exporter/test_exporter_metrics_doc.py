@@ -9,7 +9,10 @@ from types import MappingProxyType
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.collectors import render
+from exporter.collectors import render, render_probe
+from exporter.exposition import text
+from exporter.probe.collector import ProbeCollector
+from exporter.probe.tracker import LatencyTracker, ProbeStats
 from exporter.state import derive
 from tests.conftest import SCENARIOS
 from tests.exporter.recorded import snapshot, state
@@ -29,19 +32,31 @@ def documented() -> dict[str, tuple[str, frozenset[str]]]:
     return families
 
 
+def probe_stats() -> ProbeStats:
+    """A probe that measured one round trip through broker 1."""
+    tracker = LatencyTracker()
+    for acks in ("all", "1"):
+        tracker.sent(acks, partition=0, broker=1, acks=acks, round_id=1, at=0.0)
+        tracker.delivered(acks, at=0.002)
+    tracker.received("all", at=0.01)
+    return tracker.stats()
+
+
 def served() -> dict[str, tuple[str, frozenset[str]]]:
-    """Every family from every recorded scenario, plus a collection with phase timings."""
+    """Every family from every recorded scenario, a collection with phase timings, and the probe
+    both disabled and running."""
     timed = replace(
         snapshot("healthy"), durations=MappingProxyType({"metadata": 0.1, "total": 0.5})
     )
     texts = [render(state(s)) for s in SCENARIOS] + [render(derive(None, timed)), render(None)]
+    texts += [render_probe(None), text(ProbeCollector(probe_stats, lambda: "running").collect())]
     families: dict[str, tuple[str, set[str]]] = {}
-    for text in texts:
-        for f in text_string_to_metric_families(text):
+    for exposition in texts:
+        for f in text_string_to_metric_families(exposition):
             name = f"{f.name}_total" if f.type == "counter" else f.name
             _, labels = families.setdefault(name, (f.type, set()))
             for s in f.samples:
-                labels.update(s.labels)
+                labels.update(k for k in s.labels if not (f.type == "histogram" and k == "le"))
     return {name: (t, frozenset(labels)) for name, (t, labels) in families.items()}
 
 

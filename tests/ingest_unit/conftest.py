@@ -22,6 +22,9 @@ def spark() -> Iterator[SparkSession]:
         SparkSession.builder.master("local[2]")
         .appName("vigia-ingest-unit")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Compiling each plan to bytecode is most of the time on rows this few (same results).
+        .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")

@@ -3,9 +3,10 @@
 
 Sources, each stamped with the job/instance/cluster labels Prometheus' scrape would add:
 - vigia-exporter: `exporter.recording.replay` over the five recorded cluster states, repeated in
-  cycles. Each cycle is a copy of the recordings shifted in time, with offsets, committed offsets
-  and replica sizes advanced at the rates recorded between `healthy` and `rebalanced` (so counters
-  keep growing instead of jumping back) and the shared volume's free space shrinking by as much.
+  cycles. Each cycle is a copy of the recordings shifted in time, with offsets and replica sizes
+  advanced at the rates recorded between `healthy` and `rebalanced` (so counters keep growing
+  instead of jumping back), the commits of groups that were consuming advanced with them, and the
+  shared volume's free space shrinking by as much as the log dirs grow.
   Every cycle therefore shows the real sequence healthy → broker 1 stopped → back without leaders →
   rebalanced, through the real exporter code.
 - kafka-jmx: the real broker scrapes (`*.jmx-broker-N.prom`) of the same scenarios, cumulative
@@ -13,8 +14,8 @@ Sources, each stamped with the job/instance/cluster labels Prometheus' scrape wo
 - vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event
   and one written batch every 30 s, plus `vigia_ingest_day_completeness_ratio`, which the ingest
   job does not serve yet (synthetic, named as in prometheus/rules/alerts.yml).
-- probe (`vigia_probe_*` on the exporter target): synthetic, from prometheus-client with the metric
-  contract's names, until the exporter's probe exists.
+- probe (`vigia_probe_*` on the exporter target): the exporter's real probe bookkeeping
+  (`exporter.probe.tracker.LatencyTracker`) and collector, fed simulated probe rounds.
 Scrapes are every 15 s, like prometheus/prometheus.yml: each serves the latest collection.
 """
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
 from exporter.recording import replay
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
@@ -184,9 +185,13 @@ def _rates(first: dict[str, Any], last: dict[str, Any], span: float) -> dict[str
         return {k: max(0, after[k] - v) / span for k, v in before.items() if k in after}
 
     size_rates = growth(sizes(first), sizes(last))
+    offset_rates = growth(offsets(first), offsets(last))
+    # A group that committed during the recording keeps consuming at the production rate (its
+    # recorded lag pattern repeats each cycle); one that did not stays where it is (its lag grows).
+    moved = growth(committed(first), committed(last))
     return {
-        "offsets": growth(offsets(first), offsets(last)),
-        "committed": growth(committed(first), committed(last)),
+        "offsets": offset_rates,
+        "committed": {k: offset_rates.get(k[1:], 0.0) for k, rate in moved.items() if rate > 0},
         "sizes": size_rates,
         "volume": {"all": sum(size_rates.values())},  # one filesystem shared by all log dirs
     }
@@ -345,54 +350,50 @@ class IngestFeed:
 
 
 class ProbeFeed:
-    """Synthetic probe metrics with the contract's names (until the exporter's probe exists)."""
+    """The exporter's real probe bookkeeping and collector, fed as the probe runner feeds them:
+    one acks=all and one acks=1 message per probe partition every 5 s. Each broker leads one probe
+    partition; while broker 1 is down its partition is led by broker 2, and the round in flight
+    when it stopped fails."""
 
-    def __init__(self, seed: int = 7) -> None:
+    INTERVAL = 5.0
+
+    def __init__(self, start: float, seed: int = 7) -> None:
+        from exporter.probe.collector import ProbeCollector
+        from exporter.probe.tracker import LatencyTracker
+
         self._rng = random.Random(seed)
+        self.tracker = LatencyTracker()
         self.registry = CollectorRegistry()
-        buckets = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
-        self.produce = Histogram(
-            "vigia_probe_produce_latency_seconds",
-            "Probe produce latency.",
-            ["broker", "acks"],
-            buckets=buckets,
-            registry=self.registry,
-        )
-        self.roundtrip = Histogram(
-            "vigia_probe_roundtrip_latency_seconds",
-            "Probe produce to consume.",
-            ["broker"],
-            buckets=buckets,
-            registry=self.registry,
-        )
-        self.replication = Gauge(
-            "vigia_probe_replication_latency_seconds",
-            "acks=all minus acks=1, recent median.",
-            ["broker"],
-            registry=self.registry,
-        )
-        self.messages = Counter(
-            "vigia_probe_messages_total", "Probe messages.", ["broker", "outcome"],
-            registry=self.registry,
-        )  # fmt: skip
+        self.registry.register(ProbeCollector(self.tracker.stats))
+        self._next = start
+        self._round = 0
+        self._was_up: set[int] = set(BROKERS)
 
-    def step(self, brokers_up: set[int], seconds: float) -> list[Sample]:
+    def step(self, t: float, brokers_up: set[int]) -> list[Sample]:
         rng = self._rng
-        for broker in BROKERS:
-            b = str(broker)
-            for outcome in ("ok", "failed", "lost"):
-                self.messages.labels(b, outcome)  # every outcome is exposed, at 0 until it happens
-            for _ in range(int(seconds // 5)):  # one probe per broker every 5 s
-                if broker not in brokers_up:
-                    self.messages.labels(b, "failed").inc()
-                    continue
-                one = rng.uniform(0.002, 0.006)
-                replication = rng.uniform(0.001, 0.004)
-                self.produce.labels(b, "1").observe(one)
-                self.produce.labels(b, "all").observe(one + replication)
-                self.roundtrip.labels(b).observe(one + replication + rng.uniform(0.002, 0.01))
-                self.replication.labels(b).set(replication)
-                self.messages.labels(b, "ok").inc()
+        while self._next <= t:
+            at = self._next
+            for partition, preferred in enumerate(BROKERS):
+                leader = preferred if preferred in brokers_up else min(brokers_up)
+                just_stopped = preferred in self._was_up - brokers_up
+                for acks in ("all", "1"):
+                    message = f"{self._round}-{partition}-{acks}"
+                    self.tracker.sent(
+                        message, partition=partition, broker=preferred if just_stopped else leader,
+                        acks=acks, round_id=self._round, at=at,
+                    )  # fmt: skip
+                    if just_stopped:
+                        self.tracker.delivered(message, at=at + 1.0, error=True)
+                        continue
+                    latency = rng.uniform(0.001, 0.004) + (
+                        rng.uniform(0.001, 0.003) if acks == "all" else 0.0
+                    )
+                    self.tracker.delivered(message, at=at + latency)
+                    self.tracker.received(message, at=at + latency + rng.uniform(0.002, 0.008))
+            self._was_up = set(brokers_up)
+            self._round += 1
+            self._next += self.INTERVAL
+        self.tracker.expire(t)
         return collect(self.registry)
 
 
@@ -414,7 +415,7 @@ def write_history(
     scrapes = jmx_scrapes(keep_jmx)
     growth = jmx_growth(scrapes, recordings.span, recordings.period)
     ingest = IngestFeed(start)
-    probe = ProbeFeed()
+    probe = ProbeFeed(start)
 
     with out.open("w", encoding="utf-8") as handle:
         writer = OpenMetricsWriter(handle)
@@ -428,7 +429,7 @@ def write_history(
                 cycle, position = divmod(index, len(SCENARIOS))
                 scenario = SCENARIOS[position]
                 up = {b for b in BROKERS if (scenario, b) in scrapes}
-                writer.write(EXPORTER, collections[index][1] + probe.step(up, SCRAPE_INTERVAL), t)
+                writer.write(EXPORTER, collections[index][1] + probe.step(t, up), t)
                 for broker, target in BROKERS.items():
                     samples = scrapes.get((scenario, broker))
                     writer.up(target, t, 1 if samples is not None else 0)

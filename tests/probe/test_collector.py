@@ -10,6 +10,7 @@ from exporter.probe.collector import (
     PRODUCE_LATENCY_HELP,
     REPLICATION_LATENCY_HELP,
     ROUNDTRIP_LATENCY_HELP,
+    UP_HELP,
     ProbeCollector,
 )
 from exporter.probe.tracker import LatencyTracker, ProbeStats
@@ -32,9 +33,10 @@ def scrape(collector: ProbeCollector) -> str:
 
 
 def test_families_labels_and_values() -> None:
-    text = scrape(ProbeCollector(stats))
+    text = scrape(ProbeCollector(stats, lambda: "running"))
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert set(families) == {
+        "vigia_probe_up",
         "vigia_probe_produce_latency_seconds",
         "vigia_probe_replication_latency_seconds",
         "vigia_probe_roundtrip_latency_seconds",
@@ -47,6 +49,8 @@ def test_families_labels_and_values() -> None:
         for f in families.values()
         for s in f.samples
     }
+    assert samples[("vigia_probe_up", ())] == 1
+    assert families["vigia_probe_up"].documentation == UP_HELP
     produce = "vigia_probe_produce_latency_seconds"
     assert samples[(f"{produce}_count", (("acks", "all"), ("broker", "2")))] == 1
     assert samples[(f"{produce}_bucket", (("acks", "all"), ("broker", "2"), ("le", "0.0025")))] == 0
@@ -69,15 +73,28 @@ def test_families_labels_and_values() -> None:
     )
 
 
-def test_no_stats_no_series_and_registering_does_not_ask_for_stats() -> None:
-    calls: list[int] = []
+def test_no_stats_only_up_0_and_registering_does_not_ask_for_anything() -> None:
+    calls: list[str] = []
 
     def none() -> ProbeStats | None:
-        calls.append(1)
+        calls.append("stats")
         return None
 
+    def disabled() -> str:
+        calls.append("status")
+        return "disabled"
+
     registry = CollectorRegistry()
-    registry.register(ProbeCollector(none))
+    registry.register(ProbeCollector(none, disabled))
     assert calls == []
-    assert generate_latest(registry).decode() == ""
-    assert calls == [1]
+    assert generate_latest(registry).decode() == (
+        f"# HELP vigia_probe_up {UP_HELP}\n# TYPE vigia_probe_up gauge\nvigia_probe_up 0.0\n"
+    )
+    assert calls == ["status", "stats"]
+
+
+def test_up_is_0_while_the_probe_is_off_even_with_counts() -> None:
+    off = ProbeCollector(stats, lambda: "off: cannot create probe topic 'vigia-probe' (denied)")
+    text = scrape(off)
+    assert "vigia_probe_up 0.0" in text
+    assert 'vigia_probe_messages_total{broker="2",outcome="ok"} 1.0' in text

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import logging
 import shutil
+import signal
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -34,6 +35,7 @@ DAY = dt.date(2026, 11, 20)
         (["live", "--speed", "0"], {}, "--speed"),
         (["backfill"], {"VIGIA_SIMULATE_DAYS": "two"}, "--days"),
         (["backfill", "--kafka-option", "acks"], {}, "KEY=VALUE"),
+        (["backfill", "--manifest", "/nowhere/at/all/m.json"], {}, "does not exist"),
         (["rewind"], {}, "invalid choice"),
         ([], {}, "required"),
     ],
@@ -67,6 +69,17 @@ def test_an_unreachable_cluster_fails_fast_with_one_line(caplog: pytest.LogCaptu
     assert time.monotonic() - began < 10
     errors = [r.getMessage() for r in caplog.records if r.name == "vigia.simulate"]
     assert errors == [errors[0]] and errors[0].startswith(f"cannot reach Kafka at {nobody}")
+
+
+def test_in_process_runs_leave_signal_handlers_alone(
+    mock_cluster: MockCluster, tmp_path: Path
+) -> None:
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    argv = ["backfill", "--bootstrap-servers", mock_cluster.bootstrap_servers, "--meters", "1"]
+    argv += ["--metrics-port", "0", "--manifest", str(tmp_path / "m.json"), "--seed", "3"]
+    assert main(argv) == 0
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    assert json.loads((tmp_path / "m.json").read_text())["valid_total"] == 96 * 4
 
 
 def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -1,0 +1,36 @@
+"""ISR history: how long each replica has been out of the ISR, shrinks and expands per broker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from exporter.collectors.base import StateCollector
+from exporter.isr_history import ISR_EXPANDS_HELP, ISR_SHRINKS_HELP, OUT_OF_SYNC_SECONDS_HELP
+from exporter.state import ExporterState
+
+
+class IsrHistoryCollector(StateCollector):
+    def families(self, state: ExporterState) -> Iterator[Metric]:
+        out_of_sync = GaugeMetricFamily(
+            "kafka_partition_replica_out_of_sync_seconds",
+            OUT_OF_SYNC_SECONDS_HELP,
+            labels=["topic", "partition", "broker"],
+        )
+        for (topic, partition, broker), seconds in state.out_of_sync_seconds.items():
+            out_of_sync.add_metric([topic, str(partition), str(broker)], seconds)
+        yield out_of_sync
+        shrinks = CounterMetricFamily(
+            "kafka_broker_isr_shrinks", ISR_SHRINKS_HELP, labels=["broker"]
+        )
+        for broker, count in state.isr_shrinks.items():
+            shrinks.add_metric([str(broker)], count)
+        yield shrinks
+        expands = CounterMetricFamily(
+            "kafka_broker_isr_expands", ISR_EXPANDS_HELP, labels=["broker"]
+        )
+        for broker, count in state.isr_expands.items():
+            expands.add_metric([str(broker)], count)
+        yield expands
