@@ -1,9 +1,11 @@
 """Speed and memory of the exporter's pure pipeline on a large synthetic cluster.
 
 Times snapshot → state (derive) → metric families → Prometheus exposition text, plus the JSON
-API, for the second of two collections 15 s apart (so rates are computed too), and reports the
-peak memory. Goal for the defaults (3 brokers, 10,000 partitions, RF 3, 100 groups): ≤ 2 s and
-≤ 300 MB on 2 cores.
+API, for a collection in steady state: after `--warmup` earlier collections 15 s apart, so rates,
+lag in seconds (offset history), full lag-status windows and the ISR history are all computed.
+Also times the probe's families as rendered at each scrape, measures what the history keeps in
+memory, and reports the peak memory. Goal for the defaults (3 brokers, 10,000 partitions, RF 3,
+100 groups): ≤ 2 s and ≤ 300 MB on 2 cores.
 
     python benchmarks/exporter_snapshot.py --brokers 3 --partitions 10000 --rf 3 --groups 100
 """
@@ -14,13 +16,19 @@ import argparse
 import gc
 import logging
 import resource
+import sys
 import time
 import tracemalloc
-from types import MappingProxyType
+from array import array
+from collections import deque
+from types import FunctionType, MappingProxyType, MethodType, ModuleType
 
 from common.logs import setup_logging
 from exporter import api
-from exporter.collectors import render
+from exporter.collectors import render, render_probe
+from exporter.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.probe.runner import ProbeRunner, ProbeSettings
+from exporter.probe.tracker import LatencyTracker, ProbeStats
 from exporter.snapshot import (
     Broker,
     BrokerLogDirs,
@@ -35,7 +43,7 @@ from exporter.snapshot import (
     Topic,
     TopicPartitionRef,
 )
-from exporter.state import derive
+from exporter.state import ExporterState, History, derive
 
 log = logging.getLogger("benchmarks.exporter_snapshot")
 
@@ -102,50 +110,128 @@ def synthetic_snapshot(
     )
 
 
+def _deep_size(root: object) -> int:
+    """Bytes of `root` and everything it references (each object once), as sys.getsizeof sees
+    them; modules, classes and functions are not followed."""
+    seen: set[int] = set()
+    total = 0
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type | ModuleType | FunctionType | MethodType):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, list | tuple | set | frozenset | deque):
+            stack.extend(obj)
+        elif not isinstance(obj, str | bytes | int | float | array):
+            stack.extend(getattr(obj, "__dict__", {}).values())
+            for cls in type(obj).__mro__:
+                for slot in getattr(cls, "__slots__", ()):
+                    if hasattr(obj, slot):
+                        stack.append(getattr(obj, slot))
+    return total
+
+
+class _MeasuredProbe(ProbeRunner):
+    """A running probe's counters (one round trip per broker per interval for an hour), no Kafka."""
+
+    def __init__(self, brokers: int) -> None:
+        super().__init__({}, ProbeSettings())
+        self._status = "running"
+        tracker = LatencyTracker()
+        for n in range(720):
+            for broker in range(1, brokers + 1):
+                for acks, latency in (("all", 0.003), ("1", 0.001)):
+                    message = f"{n}:{broker}:{acks}"
+                    tracker.sent(
+                        message, partition=broker, broker=broker, acks=acks, round_id=n, at=n
+                    )
+                    tracker.delivered(message, at=n, latency=latency)
+                    tracker.received(message, at=n + 0.01)
+        self._stats = tracker.stats()
+
+    def stats(self) -> ProbeStats | None:
+        return self._stats
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--rf", type=int, default=3)
     parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=DEFAULT_WINDOW_SIZE + 1,
+        help="collections before the measured one (default: enough to fill the status windows)",
+    )
     args = parser.parse_args()
     setup_logging("INFO")
 
     sizes = (args.brokers, args.partitions, args.rf, args.groups)
-    first = synthetic_snapshot(*sizes)
-    second = synthetic_snapshot(*sizes, collected_at=first.collected_at + 15, offset_base=1_030_000)
-    previous = derive(None, first)
+
+    def collection(i: int) -> ClusterSnapshot:
+        # ~2,000 msg/s per partition; every group keeps 500 messages behind.
+        at = 1_800_000_000.0 + 15 * i
+        return synthetic_snapshot(*sizes, collected_at=at, offset_base=1_000_000 + 30_000 * i)
+
+    history = History.create()
+    previous: ExporterState | None = None
+    for i in range(args.warmup):
+        previous = derive(previous, collection(i), history)
+    history_bytes = _deep_size(history)
+    measured = collection(args.warmup)
+    probe = _MeasuredProbe(args.brokers)
     gc.collect()
 
     c0, t0 = time.process_time(), time.perf_counter()
-    state = derive(previous, second)
+    state = derive(previous, measured, history)
     c1, t1 = time.process_time(), time.perf_counter()
     text = render(state)
     c2, t2 = time.process_time(), time.perf_counter()
-    doc = api.cluster_json(state)
+    doc = api.state_json(state)
     c3, t3 = time.process_time(), time.perf_counter()
+    probe_text = render_probe(probe)
+    c4, t4 = time.process_time(), time.perf_counter()
 
     tracemalloc.start()
-    derive(previous, second)
+    derive(previous, collection(args.warmup + 1), history)
     render(state)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+    statuses = {int(e.status) for e in state.lag_status.values()}
     log.info(
-        "cluster: %d brokers, %d partitions × RF %d (%d topics), %d groups; "
+        "cluster: %d brokers, %d partitions × RF %d (%d topics), %d groups (%d group-partitions); "
         "exposition %d lines, %.1f MB; JSON %d topics",
         args.brokers,
         args.partitions,
         args.rf,
-        len(second.topics),
+        len(measured.topics),
         args.groups,
+        len(state.group_lags),
         text.count("\n"),
         len(text) / 1e6,
         len(doc["topics"]),
     )
+    log.info(
+        "history after %d collections: %d lag-seconds estimates, %d full status windows "
+        "(statuses %s), %d replicas with ISR history; %.1f MB kept by the trackers",
+        args.warmup,
+        len(state.lag_seconds),
+        sum(e.window_complete for e in state.lag_status.values()),
+        sorted(statuses),
+        len(state.out_of_sync_seconds),
+        history_bytes / 1e6,
+    )
     # CPU time as well as wall time: on a shared machine the wall time includes waiting for a core.
-    log.info("derive (snapshot → state):           %.3f s wall, %.3f s CPU", t1 - t0, c1 - c0)
+    log.info("derive (snapshot → state, with history): %.3f s wall, %.3f s CPU", t1 - t0, c1 - c0)
     log.info("families + exposition (state → text): %.3f s wall, %.3f s CPU", t2 - t1, c2 - c1)
     log.info(
         "snapshot → exposition total:         %.3f s wall, %.3f s CPU  (goal ≤ 2 s)",
@@ -153,6 +239,12 @@ def main() -> None:
         c2 - c0,
     )
     log.info("JSON API (state → dict), extra:      %.3f s wall, %.3f s CPU", t3 - t2, c3 - c2)
+    log.info(
+        "probe families per scrape:           %.2f ms wall, %.2f ms CPU (%d lines)",
+        (t4 - t3) * 1e3,
+        (c4 - c3) * 1e3,
+        probe_text.count("\n"),
+    )
     log.info("peak traced memory (derive + render): %.1f MB", peak / 1e6)
     log.info("process max RSS (all of the above):   %.1f MB  (goal ≤ 300 MB)", rss_mb)
 

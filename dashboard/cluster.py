@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 # `type(v) in` rather than isinstance: it is faster (1,000 partitions are parsed on every refresh)
 # and rejects bools, which JSON decoding never mixes with numbers anyway.
@@ -29,7 +29,9 @@ def _ints(values: Any) -> tuple[int, ...]:
 
 
 def _per_broker(mapping: Any) -> dict[int, float | None]:
-    return {int(k): _float(v) for k, v in (mapping or {}).items()}
+    # JSON numbers or nulls already; checking each of the ~6 values per partition costs more
+    # than everything else in parsing
+    return {int(k): v for k, v in (mapping or {}).items()}
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,8 @@ class Broker:
     up: bool  # False for brokers that hold replicas but are missing from the metadata
 
 
-@dataclass(frozen=True)
-class Partition:
+class Partition(NamedTuple):
+    # NamedTuple rather than a frozen dataclass: ~3× cheaper to build, and there are thousands.
     topic: str
     partition: int
     leader: int | None  # None when offline
@@ -119,8 +121,7 @@ class GroupTopic:
     messages_consumed_per_second: float | None
 
 
-@dataclass(frozen=True)
-class GroupPartition:
+class GroupPartition(NamedTuple):
     topic: str
     partition: int
     committed_offset: int | None
@@ -129,6 +130,7 @@ class GroupPartition:
     lag_seconds: float | None
     status: str | None
     status_window_complete: bool | None
+    status_window_completeness: float | None  # share of the window observed (exporter extra)
 
 
 @dataclass(frozen=True)
@@ -274,6 +276,7 @@ def _group(raw: Mapping[str, Any]) -> Group:
                 lag_seconds=_float(p.get("lag_seconds")),
                 status=p.get("status"),
                 status_window_complete=p.get("status_window_complete"),
+                status_window_completeness=_float(p.get("status_window_completeness")),
             )
             for p in raw.get("partitions") or ()
         ),

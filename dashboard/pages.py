@@ -26,7 +26,7 @@ RANGES: dict[str, float] = {
 }
 DEFAULT_RANGE = "1h"
 MIN_STEP = 15.0  # the scrape interval: a finer step only repeats samples
-POINTS = 120  # per series: plenty for a chart a few hundred pixels wide
+POINTS = 240  # per series: the scrape interval over the default hour
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,9 @@ PAGES: tuple[Page, ...] = (
     Page("/", "Overview", lambda f, w: overview.plan(), overview.build),
     Page("/brokers", "Brokers", lambda f, w: brokers.plan(f), brokers.build),
     Page("/topics", "Topics", lambda f, w: topics.plan(f), topics.build),
-    Page("/replication", "Replication", lambda f, w: replication.plan(f), replication.build),
+    Page(
+        "/replication", "Replication", lambda f, w: replication.plan(f, w.step), replication.build
+    ),
     Page("/consumers", "Consumers", lambda f, w: consumers.plan(f), consumers.build),
     Page("/ingest", "Ingest", lambda f, w: ingest.plan(), ingest.build),
     Page("/capacity", "Capacity", lambda f, w: capacity.plan(f, w.end - w.start), capacity.build),

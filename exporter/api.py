@@ -132,9 +132,8 @@ def _topic(state: ExporterState, topic: Topic) -> dict[str, Any]:
                 "leader_is_preferred": status.leader_is_preferred,
                 "replica_size_bytes": sizes,
                 "out_of_sync_seconds": {
-                    str(r): state.out_of_sync_seconds[(topic.name, p.partition, r)]
+                    str(r): state.out_of_sync_seconds.get((topic.name, p.partition, r), 0.0)
                     for r in p.replicas
-                    if (topic.name, p.partition, r) in state.out_of_sync_seconds
                 },
             }
         )

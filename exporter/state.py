@@ -117,7 +117,9 @@ class ExporterState:
     max_lag_seconds: Mapping[tuple[str, str], float]  # (group, topic)
     lag_status: Mapping[GTP, PartitionEvaluation]
     group_status: Mapping[str, GroupEvaluation]
-    out_of_sync_seconds: Mapping[tuple[str, int, int], float]  # (topic, partition, broker)
+    # (topic, partition, broker) -> seconds, for the replicas out of the ISR only: every other
+    # replica in the snapshot's metadata is in sync (0 s).
+    out_of_sync_seconds: Mapping[tuple[str, int, int], float]
     isr_shrinks: Mapping[int, int]  # broker -> replicas seen leaving an ISR since start
     isr_expands: Mapping[int, int]
     history: History = field(compare=False, repr=False)
@@ -361,19 +363,25 @@ def _group_lags(snapshot: ClusterSnapshot) -> tuple[PartitionLag, ...]:
 def _isr_history(
     tracker: IsrTracker, snapshot: ClusterSnapshot, brokers: Iterable[int]
 ) -> tuple[dict[tuple[str, int, int], float], dict[int, int], dict[int, int]]:
-    """Out-of-sync seconds of the partitions in this collection's metadata (none without
-    metadata) and the shrink/expand counters of every broker seen (0 until the first change,
-    so that rate() sees the first one)."""
+    """Seconds out of the ISR of the replicas out of it in this collection's metadata (nothing
+    without metadata), and the shrink/expand counters of every broker seen (0 until the first
+    change, so that rate() sees the first one)."""
+    out_of_sync: dict[tuple[str, int, int], float] = {}
     if snapshot.has_metadata:
+        now = snapshot.collected_at
         partitions = {
             (t.name, p.partition): (p.replicas, p.isr)
             for t in snapshot.topics
             for p in t.partitions
         }
-        tracker.update(snapshot.collected_at, partitions, prune=True)
-        out_of_sync = tracker.out_of_sync_seconds(snapshot.collected_at)
-    else:
-        out_of_sync = {}
+        tracker.update(now, partitions, prune=True)
+        for (topic, partition), (replicas, isr) in partitions.items():
+            if len(isr) == len(replicas):
+                continue
+            for broker in set(replicas).difference(isr):
+                since = tracker.out_of_sync_since(topic, partition, broker)
+                if since is not None:
+                    out_of_sync[(topic, partition, broker)] = max(0.0, now - since)
     shrinks, expands = tracker.shrinks, tracker.expands
     seen = sorted({*brokers, *shrinks, *expands})
     return out_of_sync, {b: shrinks.get(b, 0) for b in seen}, {b: expands.get(b, 0) for b in seen}

@@ -536,6 +536,23 @@ def kafka_cluster_board() -> Board:
                 thresholds=((120, "red"),),
             ),
             Panel(
+                "Probe running",
+                (q(f"min(vigia_probe_up{{{C}}})", "probe"),),
+                kind="stat",
+                width=8,
+                description="0 when the probe is disabled (--no-probe) or cannot run "
+                "(the exporter log says why): replication latency and probe panels go blank.",
+                mappings=[
+                    {
+                        "type": "value",
+                        "options": {
+                            "0": {"text": "OFF", "color": "orange", "index": 0},
+                            "1": {"text": "RUNNING", "color": "green", "index": 1},
+                        },
+                    }
+                ],
+            ),
+            Panel(
                 "Collection errors by phase",
                 (
                     q(

@@ -269,8 +269,8 @@ def preflight_kafka(config: IngestConfig) -> KafkaAdmin:
     return admin
 
 
-def start_query(spark: SparkSession, config: IngestConfig, writer: BatchWriter) -> StreamingQuery:
-    stream = observed_stream(read_stream(spark, config))
+def start_query(stream: DataFrame, config: IngestConfig, writer: BatchWriter) -> StreamingQuery:
+    """Run ``stream`` (see `observed_stream`) through ``writer`` on the configured trigger."""
     query = (
         stream.writeStream.queryName(config.query_name)
         .foreachBatch(writer)
@@ -332,7 +332,8 @@ class IngestJob:
         for listener in listeners:
             self.spark.streams.addListener(listener)
         try:
-            self.query = start_query(self.spark, config, BatchWriter(sink, config, self.metrics))
+            stream = observed_stream(read_stream(self.spark, config))
+            self.query = start_query(stream, config, BatchWriter(sink, config, self.metrics))
             log.info(
                 "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
                 config.topic,

@@ -28,6 +28,8 @@ runs twice.
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
 from typing import Final
 
 from pyspark.sql import Column, DataFrame
@@ -38,6 +40,7 @@ from ingest.schema import (
     FIELDS,
     MAGNITUDES,
     MEASURE_KEY_COLUMNS,
+    MEASURE_SCHEMA,
     PERIODS,
     QUARANTINE_COLUMNS,
     RAW_JSON_SCHEMA,
@@ -54,11 +57,6 @@ OBSERVED_NEWEST_TS: Final = "newest_ts_seconds"
 """Keys of the observed row besides one per reason (named as `Reason` values)."""
 
 _JSON_OPTIONS: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD_COLUMN}
-_DATE_PATTERN: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_TS_PATTERN: Final = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?"
-    r"(Z|[+-][0-9]{2}:?[0-9]{2})$"
-)
 _KAFKA_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 # Text fields of the parsed JSON, prefixed so they never clash with the typed columns.
 _TEXT: Final = {name: f"_json_{name}" for name in FIELDS}
@@ -95,39 +93,49 @@ def _text(name: str) -> Column:
 
 def classify(parsed: DataFrame) -> DataFrame:
     """Typed measure columns and `reason`: the first failing check, null for a valid row."""
-    period = _text("period").try_cast("int")
-    value = _text("value").try_cast("double")
-    date_text = _text("measure_date")
-    measure_date = F.when(date_text.rlike(_DATE_PATTERN), F.try_to_date(date_text, "yyyy-MM-dd"))
-    ts = F.when(_text("ts").rlike(_TS_PATTERN), _text("ts").try_cast("timestamp"))
-
-    missing = F.lit(False)
-    for name in FIELDS:
-        missing = missing | _text(name).isNull() | (F.trim(_text(name)) == "")
-    bad_value = (
-        value.isNull() | F.isnan(value) | (value < 0) | value.isin(float("inf"), float("-inf"))
+    date_text, ts_text = _text("measure_date"), _text("ts")
+    # Cheap shape checks instead of regular expressions: the parsers below do the rest.
+    ts_has_offset = (
+        ts_text.endswith("Z")
+        | F.substring(ts_text, -6, 1).isin("+", "-")
+        | F.substring(ts_text, -5, 1).isin("+", "-")
     )
+    typed = parsed.select(
+        _text("meter").alias("meter"),
+        F.when(F.length(date_text) == 10, F.try_to_date(date_text, "yyyy-MM-dd")).alias(
+            "measure_date"
+        ),
+        _text("period").try_cast("int").alias("period"),
+        _text("magnitude").alias("magnitude"),
+        _text("value").try_cast("double").alias("value"),
+        F.when(
+            (F.substring(ts_text, 11, 1) == "T") & ts_has_offset, ts_text.try_cast("timestamp")
+        ).alias("ts"),
+        "raw_value",
+        "raw_key",
+        *_KAFKA_COLUMNS,
+        "_malformed",
+        reduce(operator.or_, (_text(name).isNull() for name in FIELDS)).alias("_missing"),
+    )
+    period, value = F.col("period"), F.col("value")
     failed: dict[Reason, Column] = {
         Reason.MALFORMED_JSON: F.col("_malformed"),
-        Reason.MISSING_FIELD: missing,
-        Reason.PERIOD_OUT_OF_RANGE: period.isNull() | ~period.between(PERIODS[0], PERIODS[-1]),
-        Reason.INVALID_VALUE: bad_value,
-        Reason.UNKNOWN_MAGNITUDE: ~_text("magnitude").isin(*MAGNITUDES),
-        Reason.INVALID_DATE: measure_date.isNull(),
-        Reason.INVALID_TS: ts.isNull(),
+        Reason.MISSING_FIELD: F.col("_missing") | (F.trim("meter") == ""),
+        Reason.PERIOD_OUT_OF_RANGE: ~F.coalesce(
+            period.between(PERIODS[0], PERIODS[-1]), F.lit(False)
+        ),
+        # Spark orders NaN above +inf, so this single range test also rejects NaN.
+        Reason.INVALID_VALUE: ~F.coalesce((value >= 0) & (value < float("inf")), F.lit(False)),
+        Reason.UNKNOWN_MAGNITUDE: ~F.col("magnitude").isin(*MAGNITUDES),
+        Reason.INVALID_DATE: F.col("measure_date").isNull(),
+        Reason.INVALID_TS: F.col("ts").isNull(),
     }
     first, *others = REASONS
     reason = F.when(failed[first], F.lit(first.value))
     for name in others:
         reason = reason.when(failed[name], F.lit(name.value))
-
-    return parsed.select(
-        _text("meter").alias("meter"),
-        measure_date.alias("measure_date"),
-        period.alias("period"),
-        _text("magnitude").alias("magnitude"),
-        value.alias("value"),
-        ts.alias("ts"),
+    return typed.select(
+        *MEASURE_SCHEMA.fieldNames(),
         "raw_value",
         "raw_key",
         *_KAFKA_COLUMNS,

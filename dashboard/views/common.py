@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import dash_ag_grid as dag
@@ -202,8 +202,11 @@ def line_figure(
     y_title: str = "",
     empty_reason: str | None = None,
     step: bool = False,
+    seconds: bool = False,
     extra_layout: Mapping[str, Any] | None = None,
 ) -> Figure:
+    """Lines over time. With `seconds`, values are durations in seconds, shown in seconds,
+    minutes or hours, whichever keeps the axis readable."""
     if isinstance(traces, TraceSet):
         if traces.total > len(traces.traces):
             title = f"{title} — top {len(traces.traces)} of {traces.total} series"
@@ -211,6 +214,8 @@ def line_figure(
         traces = traces.traces
     if not traces:
         return empty_figure(title, empty_reason or "no series in this time range")
+    if seconds:
+        traces, y_title = _duration_unit(traces)
     data = []
     for i, t in enumerate(traces):
         line: dict[str, Any] = {"width": 1.8, "color": t.color or PALETTE[i % len(PALETTE)]}
@@ -233,6 +238,17 @@ def line_figure(
     layout["yaxis"] = {"title": {"text": y_title}, "gridcolor": "#eef1f4", "rangemode": "tozero"}
     layout.update(extra_layout or {})
     return {"data": data, "layout": layout}
+
+
+def _duration_unit(traces: Sequence[Trace]) -> tuple[list[Trace], str]:
+    peak = max((_peak(t) for t in traces), default=0.0)
+    for unit, size in (("hours", 3600.0), ("minutes", 60.0)):
+        if peak >= 2 * size:
+            return [
+                replace(t, values=[None if v is None else v / size for v in t.values])
+                for t in traces
+            ], unit
+    return list(traces), "seconds"
 
 
 def bar_figure(

@@ -7,7 +7,7 @@ from typing import Any
 
 from dash import html
 
-from dashboard.cluster import Cluster, Group
+from dashboard.cluster import Cluster, Group, GroupPartition
 from dashboard.data import Matrix, Plan, Unreachable
 from dashboard.views.common import (
     PALETTE,
@@ -106,8 +106,8 @@ def partition_status_rows(groups: Sequence[Group], filters: Filters) -> list[dic
             "latest_offset": p.latest_offset,
             "lag": p.lag,
             "lag_seconds": p.lag_seconds,
-            "status": (p.status or "–")
-            + ("" if p.status_window_complete in (None, True) else " (window incomplete)"),
+            "status": p.status or "–",
+            "window": _window(p),
         }
         for g in groups
         if filters.keep_group(g.group_id)
@@ -125,7 +125,19 @@ PARTITION_STATUS_COLUMNS = [
     column("lag", "Lag (messages)", "numeric"),
     column("lag_seconds", "Lag (s)", "seconds"),
     column("status", "Status"),
+    column("window", "Status window"),
 ]
+
+
+def _window(p: GroupPartition) -> str:
+    """How much of the status evaluation window has been observed (OK until it is complete)."""
+    if p.status_window_complete is None:
+        return "–"
+    if p.status_window_complete:
+        return "complete"
+    if p.status_window_completeness is not None:
+        return f"{p.status_window_completeness:.0%} observed"
+    return "incomplete"
 
 
 def produced_vs_consumed(
@@ -241,7 +253,7 @@ def build(ctx: PageContext) -> list[Any]:
                     line_figure(
                         "Lag per group and topic (seconds)",
                         lag_s,
-                        y_title="seconds",
+                        seconds=True,
                     ),
                     "fig-consumers-lag-seconds",
                 ),

@@ -262,7 +262,7 @@ def build(ctx: PageContext) -> list[Any]:
                         line_figure(
                             "Batch duration vs trigger interval",
                             duration_traces,
-                            y_title="seconds",
+                            seconds=True,
                         ),
                         "fig-ingest-batch-duration",
                     ),
@@ -296,7 +296,7 @@ def build(ctx: PageContext) -> list[Any]:
                         line_figure(
                             f"Lag of {INGEST_GROUP} in seconds",
                             backlog_s,
-                            y_title="seconds",
+                            seconds=True,
                         ),
                         "fig-ingest-backlog-seconds",
                     ),
@@ -307,7 +307,7 @@ def build(ctx: PageContext) -> list[Any]:
                         line_figure(
                             "Age of the newest stored measure and of the last batch",
                             fresh + progress,
-                            y_title="seconds",
+                            seconds=True,
                         ),
                         "fig-ingest-freshness",
                     ),

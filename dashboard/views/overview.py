@@ -29,12 +29,13 @@ INGEST_GROUP = "vigia-ingest"
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Amber/red limits; they mirror the paging rules so the lights and the pages agree."""
+    """Amber/red limits. Red is where prometheus/rules/alerts.yml pages (IngestDataStale: newest
+    measure older than 1 h; IngestBacklogGrowing: 15 min behind), so a red light means a page."""
 
-    freshness_amber: float = 30 * 60  # measures come in 15-minute periods
-    freshness_red: float = 2 * 3600
+    freshness_amber: float = 30 * 60  # two 15-minute measure periods
+    freshness_red: float = 3600
     backlog_amber: float = 5 * 60
-    backlog_red: float = 30 * 60
+    backlog_red: float = 15 * 60
     exporter_stale: float = 120  # 8 collection intervals at the default 15 s
 
 

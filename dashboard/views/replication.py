@@ -27,7 +27,10 @@ from dashboard.views.common import (
 )
 
 
-def plan(filters: Filters) -> Plan:
+def plan(filters: Filters, step: float) -> Plan:
+    """`step` is the range queries' resolution: short episodes (a broker restart leaves replicas
+    out of sync for seconds) are kept by taking each step's worst value, not the value at it."""
+    span = f"[{max(int(step), 15)}s]"
     b = filters.matchers(broker=True)
     bt = filters.matchers(broker=True, topic=True)
     t = filters.matchers(topic=True)
@@ -40,12 +43,19 @@ def plan(filters: Filters) -> Plan:
                 '{request="Produce",quantile="0.99"})'
             ),
             "fetcher_lag": "max by (broker, instance) (kafka_server_replicafetchermanager_maxlag)",
-            "out_of_sync": f"sum by (broker) (1 - kafka_partition_replica_in_sync{{{bt}}})",
+            "out_of_sync": (
+                "sum by (broker) "
+                f"(1 - min_over_time(kafka_partition_replica_in_sync{{{bt}}}{span}))"
+            ),
             "out_of_sync_time": (
                 f"max by (broker) (kafka_partition_replica_out_of_sync_seconds{{{bt}}})"
             ),
-            "urp": f"sum(kafka_topic_partition_under_replicated_partition{{{t}}})",
-            "under_min_isr": f"sum(kafka_topic_partition_under_min_isr{{{t}}})",
+            "urp": (
+                f"sum(max_over_time(kafka_topic_partition_under_replicated_partition{{{t}}}{span}))"
+            ),
+            "under_min_isr": (
+                f"sum(max_over_time(kafka_topic_partition_under_min_isr{{{t}}}{span}))"
+            ),
             "probe_lost": (
                 'sum by (broker) (increase(vigia_probe_messages_total{outcome=~"lost|failed"'
                 + (f",{b}" if b else "")
@@ -139,7 +149,7 @@ def build(ctx: PageContext) -> list[Any]:
                     line_figure(
                         "Replication latency per broker: acks=all minus acks=1 (probe)",
                         probe,
-                        y_title="seconds",
+                        seconds=True,
                     ),
                     "fig-replication-probe",
                 ),
@@ -150,7 +160,7 @@ def build(ctx: PageContext) -> list[Any]:
                     line_figure(
                         "Produce remote time p99 per broker (waiting for followers)",
                         remote,
-                        y_title="seconds",
+                        seconds=True,
                     ),
                     "fig-replication-remote-time",
                 ),
@@ -185,7 +195,7 @@ def build(ctx: PageContext) -> list[Any]:
                     line_figure(
                         "Longest out-of-sync time per broker",
                         oos_time,
-                        y_title="seconds",
+                        seconds=True,
                     ),
                     "fig-replication-oos-time",
                 ),

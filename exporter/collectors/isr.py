@@ -19,8 +19,12 @@ class IsrHistoryCollector(StateCollector):
             OUT_OF_SYNC_SECONDS_HELP,
             labels=["topic", "partition", "broker"],
         )
-        for (topic, partition, broker), seconds in state.out_of_sync_seconds.items():
-            out_of_sync.add_metric([topic, str(partition), str(broker)], seconds)
+        seconds = state.out_of_sync_seconds
+        for topic in state.snapshot.topics:
+            for p in topic.partitions:
+                for r in p.replicas:
+                    value = seconds.get((topic.name, p.partition, r), 0.0)
+                    out_of_sync.add_metric([topic.name, str(p.partition), str(r)], value)
         yield out_of_sync
         shrinks = CounterMetricFamily(
             "kafka_broker_isr_shrinks", ISR_SHRINKS_HELP, labels=["broker"]

@@ -358,6 +358,11 @@ def test_partition_status_rows() -> None:
     rows = consumers.partition_status_rows(cluster("healthy").groups, Filters(groups=("billing",)))
     assert [r["lag"] for r in rows] == [173, 160, 187, 184, 161, 190]
     assert sum(r["lag"] for r in rows) == 1055
+    # Burrow-style status: OK while the 10-observation window fills (5 collections by rebalanced)
+    later = consumers.partition_status_rows(
+        cluster("rebalanced").groups, Filters(groups=("billing",))
+    )
+    assert {(r["status"], r["window"]) for r in later} == {("OK", "50% observed")}
 
 
 def test_consumers_page_produced_vs_consumed() -> None:
@@ -370,9 +375,10 @@ def test_consumers_page_produced_vs_consumed() -> None:
     }
     assert max(v for v in flow["consumed · vigia-ingest · measure"] if v is not None) == 0
     assert max(v for v in flow["consumed · billing · measure"] if v is not None) > 1900
-    seconds = traces_by_name(figure(page, "fig-consumers-lag-seconds"))
-    ingest_s = [v for v in seconds["vigia-ingest · measure"] if v is not None]
-    assert ingest_s == sorted(ingest_s) and 140 < ingest_s[-1] < 150  # grows while it is stopped
+    lag_seconds = figure(page, "fig-consumers-lag-seconds")
+    assert lag_seconds["layout"]["yaxis"]["title"]["text"] == "minutes"  # 148 s at the end
+    minutes = [v for v in traces_by_name(lag_seconds)["vigia-ingest · measure"] if v is not None]
+    assert minutes == sorted(minutes) and 140 / 60 < minutes[-1] < 150 / 60  # stopped: it grows
     lag = traces_by_name(figure(page, "fig-consumers-lag"))
     billing = [v for v in lag["billing · measure"] if v is not None]
     assert billing[-1] == 1725  # the last recording, rebalanced

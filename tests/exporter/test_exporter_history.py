@@ -176,13 +176,12 @@ def test_isr_history_times_out_of_sync_replicas_and_counts_shrinks_and_expands()
             _snap(30.0, 0, 0, isr=(1, 2, 3)),
         ]
     )
-    assert states[0].out_of_sync_seconds == {("t", 0, 1): 0.0, ("t", 0, 2): 0.0, ("t", 0, 3): 0.0}
-    assert states[2].out_of_sync_seconds[("t", 0, 3)] == 15.0
-    assert states[3].out_of_sync_seconds == {}  # no metadata, no series
-    assert states[4].out_of_sync_seconds[("t", 0, 3)] == 0.0
-    found = _found(states[2])
+    oos = "kafka_partition_replica_out_of_sync_seconds"
     labels = {"topic": "t", "partition": "0"}
-    assert value(found, "kafka_partition_replica_out_of_sync_seconds", broker="3", **labels) == 15
+    assert [value(_found(s), oos, broker="3", **labels) for s in states] == [0, 5, 15, None, 0]
+    assert {value(_found(states[2]), oos, broker=b, **labels) for b in ("1", "2")} == {0}
+    assert states[2].out_of_sync_seconds == {("t", 0, 3): 15.0}  # only replicas out of the ISR
+    found = _found(states[2])
     assert value(found, "kafka_broker_isr_shrinks_total", broker="3") == 1
     assert value(found, "kafka_broker_isr_expands_total", broker="3") == 0
     assert value(found, "kafka_broker_isr_shrinks_total", broker="1") == 0  # 0 before any change

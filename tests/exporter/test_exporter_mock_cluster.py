@@ -101,6 +101,22 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
         assert {e["phase"] for e in doc["errors"]} == MOCK_UNSUPPORTED
         assert exp.get("/readyz").json() == {"ready": True, "up": False}
 
+        # ISR history from successive collections: all in sync, nothing shrank.
+        found = exp.metrics()
+        for partition in leaders:
+            for broker in ("1", "2", "3"):
+                labels = {"topic": "readings", "partition": str(partition), "broker": broker}
+                assert value(found, "kafka_partition_replica_out_of_sync_seconds", **labels) == 0
+        for broker in ("1", "2", "3"):
+            assert value(found, "kafka_broker_isr_shrinks_total", broker=broker) == 0
+
+        # The mock cannot create topics: the probe is off, says why, and the rest works.
+        off = "end-to-end probe off: cannot create probe topic 'vigia-probe'"
+        wait_for(lambda: off in exp.log_text(), what="the probe-off log line")
+        assert value(exp.metrics(), "vigia_probe_up") == 0
+        status = exp.get("/api/v1/cluster").json()["probe"]["status"]
+        assert status.startswith("off: cannot create probe topic 'vigia-probe'")
+
         # The whole cluster goes away: collection keeps running, Kafka families vanish, up 0.
         cluster = None
         gc.collect()
@@ -188,7 +204,7 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
         Filters(),
         admin_factory=lambda config: _MockGapsAdmin(AdminClient(dict(config)), ["billing"]),
     )
-    service = CollectionService(adapter.collect, interval=0.5, timeout=1.5)
+    service = CollectionService(adapter.collect, interval=0.5, timeout=1.5, lag_status_window=2)
     try:
         consumer.subscribe(["orders"])
         read = 0
@@ -230,6 +246,33 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
                 value(found, "vigia_exporter_collection_errors_total", phase="group_offsets") == 0
             )
 
+            def per_partition(name: str) -> dict[int, float]:
+                return {
+                    int(labels["partition"]): v
+                    for (n, labels), v in exp.metrics().items()
+                    if n == name and labels["consumergroup"] == "billing"
+                }
+
+            # From the second collection with this lag on: its age in seconds, and a status.
+            seconds = wait_for(
+                lambda: (
+                    (s := per_partition("kafka_consumergroup_lag_seconds")).keys()
+                    == expected_lag.keys()
+                    and s
+                ),
+                what="lag seconds",
+            )
+            assert isinstance(seconds, dict)
+            assert all((v > 0) == (expected_lag[p] > 0) for p, v in seconds.items())
+            wait_for(
+                lambda: (
+                    per_partition("kafka_consumergroup_partition_status").keys()
+                    == expected_lag.keys()
+                ),
+                what="partition statuses",
+            )
+            assert value(exp.metrics(), "kafka_consumergroup_status", consumergroup="billing")
+
             # The consumer catches up and commits: lag drops to 0 on every partition, and the
             # consumed rate shows the commits.
             while read < 200:
@@ -250,6 +293,11 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
             assert isinstance(rate, float) and rate > 0
             group = exp.get("/api/v1/cluster").json()["groups"][0]
             assert (group["group_id"], group["topics"][0]["lag"]) == ("billing", 0)
+            # Caught up: 0 s everywhere and OK (rule 1: lag 0), whatever the window held before.
+            assert set(per_partition("kafka_consumergroup_lag_seconds").values()) == {0}
+            assert set(per_partition("kafka_consumergroup_partition_status").values()) == {1}
+            assert value(exp.metrics(), "kafka_consumergroup_status", consumergroup="billing") == 1
+            assert group["status"] == "OK" and group["topics"][0]["max_lag_seconds"] == 0
     finally:
         consumer.close()
         adapter.close()

@@ -1,17 +1,20 @@
 """The exporter against a real Kafka cluster (VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS), checked against
-the cluster's own answers. Creates one topic and one consumer group named vigia-it-<random> and
-deletes them at the end; everything else is only read.
+the cluster's own answers. Creates topics and consumer groups named vigia-it-<random> (the probe
+tests let the exporter create its probe topic under such a name) and deletes them at the end;
+everything else is only read. The exporters of the other tests run with --no-probe, so that they
+create nothing.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
 from tests.exporter.exposition import Samples, value
@@ -69,7 +72,7 @@ def scratch_topic(admin: AdminClient, real_kafka_bootstrap: str) -> Iterator[str
 def exporter(real_kafka_bootstrap: str, tmp_path: Path) -> Iterator[Running]:
     args = ("--bootstrap-servers", real_kafka_bootstrap, "--collection-interval", "2")
     with exporter_process(
-        tmp_path / "exporter.log", *args, "--collection-timeout", "15"
+        tmp_path / "exporter.log", *args, "--collection-timeout", "15", "--no-probe"
     ) as running:
         yield running
 
@@ -223,10 +226,14 @@ def test_group_lag(exporter: Running, scratch_topic: str) -> None:
             "topic": topic,
             "lag": MESSAGES - CONSUMED,
             "committed_offset_sum": CONSUMED,
-            "max_lag_seconds": None,
+            # Unknown on the first collection that saw this lag, an age in seconds afterwards.
+            "max_lag_seconds": entry["topics"][0]["max_lag_seconds"],
             "messages_consumed_per_second": entry["topics"][0]["messages_consumed_per_second"],
         }
     ]
+    assert (
+        entry["topics"][0]["max_lag_seconds"] is None or entry["topics"][0]["max_lag_seconds"] >= 0
+    )
 
 
 def test_deleted_topic_vanishes(exporter: Running, admin: AdminClient) -> None:
@@ -243,3 +250,145 @@ def test_deleted_topic_vanishes(exporter: Running, admin: AdminClient) -> None:
     wait_for(
         lambda: f'topic="{name}"' not in exporter.get("/metrics").text, 60, "the topic to vanish"
     )
+
+
+def _delete_topic(admin: AdminClient, name: str) -> None:
+    try:
+        admin.delete_topics([name], request_timeout=30)[name].result(timeout=30)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise
+
+
+@pytest.fixture
+def probe_topic(admin: AdminClient) -> Iterator[str]:
+    """A fresh name for the exporter's probe topic, deleted afterwards."""
+    name = f"vigia-it-probe-{uuid.uuid4().hex[:8]}"
+    yield name
+    _delete_topic(admin, name)
+
+
+def test_probe_topic_has_one_leader_per_broker_and_replication_latency_for_each(
+    real_kafka_bootstrap: str, admin: AdminClient, probe_topic: str, tmp_path: Path
+) -> None:
+    args = ("--bootstrap-servers", real_kafka_bootstrap, "--collection-timeout", "15")
+    probe = ("--probe-topic", probe_topic, "--probe-interval", "1")
+    with exporter_process(tmp_path / "exporter.log", *args, *probe) as exp:
+        wait_for(lambda: value(exp.metrics(), "vigia_probe_up") == 1, 60, "the probe to run")
+        metadata = admin.list_topics(probe_topic, timeout=10)
+        brokers = set(metadata.brokers)
+        partitions = metadata.topics[probe_topic].partitions.values()
+        assert len(partitions) == len(brokers)
+        assert {p.replicas[0] for p in partitions} == brokers  # preferred leaders
+        assert {p.leader for p in partitions} == brokers  # one leader per broker
+        assert {len(p.replicas) for p in partitions} == {min(3, len(brokers))}
+
+        def every_broker_measured() -> Samples | None:
+            found = exp.metrics()
+            for b in map(str, brokers):
+                ok = value(found, "vigia_probe_messages_total", broker=b, outcome="ok") or 0
+                replication = value(found, "vigia_probe_replication_latency_seconds", broker=b)
+                if ok < 3 or replication is None:
+                    return None
+            return found
+
+        found = wait_for(every_broker_measured, 60, "replication latency for every broker")
+        assert isinstance(found, dict)
+        for b in map(str, brokers):
+            assert 0 <= value(found, "vigia_probe_replication_latency_seconds", broker=b) < 5
+            for acks in ("all", "1"):
+                count = value(
+                    found, "vigia_probe_produce_latency_seconds_count", broker=b, acks=acks
+                )
+                assert count is not None and count >= 3
+            assert value(found, "vigia_probe_messages_total", broker=b, outcome="failed") == 0
+        section = exp.get("/api/v1/cluster").json()["probe"]
+        assert (section["status"], section["topic"]) == ("running", probe_topic)
+        assert {b["broker"] for b in section["brokers"]} == brokers
+    assert "created probe topic" in exp.log_text()
+
+
+def test_a_group_that_stops_committing_while_producers_continue_turns_err_stop(
+    real_kafka_bootstrap: str, admin: AdminClient, tmp_path: Path
+) -> None:
+    name = f"vigia-it-{uuid.uuid4().hex[:8]}"  # topic and group
+    brokers = len(admin.list_topics(timeout=10).brokers)
+    admin.create_topics([NewTopic(name, PARTITIONS, min(3, brokers))], request_timeout=30)[
+        name
+    ].result(timeout=30)
+    stop = threading.Event()
+    producer = Producer({"bootstrap.servers": real_kafka_bootstrap, "linger.ms": 5})
+
+    def produce() -> None:
+        while not stop.is_set():
+            for p in range(PARTITIONS):
+                producer.produce(name, value=b"{}", partition=p)
+            producer.poll(0)
+            stop.wait(0.1)
+        producer.flush(30)
+
+    writer = threading.Thread(target=produce, daemon=True)
+    try:
+        writer.start()
+        consumer = Consumer(
+            {
+                "bootstrap.servers": real_kafka_bootstrap,
+                "group.id": name,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.subscribe([name])
+        seen: set[int] = set()
+        while len(seen) < PARTITIONS:
+            msg = consumer.poll(5.0)
+            assert msg is not None, "no message within 5 s"
+            if msg.error() is None:
+                seen.add(msg.partition())
+        consumer.commit(asynchronous=False)
+        consumer.close()  # stops committing; the producer goes on
+
+        args = (
+            "--bootstrap-servers",
+            real_kafka_bootstrap,
+            "--collection-interval",
+            "1",
+            "--collection-timeout",
+            "15",
+            "--lag-status-window",
+            "3",
+            "--no-probe",
+            "--topic-include",
+            f"^{name}$",
+            "--group-include",
+            f"^{name}$",
+        )
+        with exporter_process(tmp_path / "exporter.log", *args) as exp:
+            wait_for(
+                lambda: value(exp.metrics(), "kafka_consumergroup_status", consumergroup=name) == 3,
+                60,
+                "the group to turn ERR",
+            )
+            found = exp.metrics()
+            for p in range(PARTITIONS):
+                labels = {"consumergroup": name, "topic": name, "partition": str(p)}
+                assert value(found, "kafka_consumergroup_partition_status", **labels) == 3  # STOP
+                seconds = value(found, "kafka_consumergroup_lag_seconds", **labels)
+                assert seconds is not None and seconds > 0
+            (group,) = [
+                g for g in exp.get("/api/v1/cluster").json()["groups"] if g["group_id"] == name
+            ]
+            assert (group["state"], group["status"], group["status_window_completeness"]) == (
+                "EMPTY",
+                "ERR",
+                1.0,
+            )
+            assert {(p["status"], p["status_window_complete"]) for p in group["partitions"]} == {
+                ("STOP", True)
+            }
+    finally:
+        stop.set()
+        writer.join(timeout=60)
+        _delete_topic(admin, name)
+        for future in admin.delete_consumer_groups([name], request_timeout=30).values():
+            future.result(timeout=30)

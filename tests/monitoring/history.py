@@ -2,21 +2,20 @@
 `promtool tsdb create-blocks-from openmetrics`.
 
 Sources, each stamped with the job/instance/cluster labels Prometheus' scrape would add:
-- vigia-exporter: `exporter.recording.replay` over the five recorded cluster states, repeated in
-  cycles. Each cycle is a copy of the recordings shifted in time, with offsets and replica sizes
-  advanced at the rates recorded between `healthy` and `rebalanced` (so counters keep growing
-  instead of jumping back), the commits of groups that were consuming advanced with them, and the
-  shared volume's free space shrinking by as much as the log dirs grow.
-  Every cycle therefore shows the real sequence healthy → broker 1 stopped → back without leaders →
-  rebalanced, through the real exporter code.
-- kafka-jmx: the real broker scrapes (`*.jmx-broker-N.prom`) of the same scenarios, cumulative
-  series advanced per cycle the same way; broker 1 is down (up 0) during `broker-down`.
+- vigia-exporter: `exporter.recording.replay` fed a collection every 15 s that follows the five
+  recorded cluster states in a loop (TIMELINE: healthy → broker 1 stopped → back without leaders →
+  rebalanced, each held for minutes). Each collection is the recorded state shifted in time, with
+  offsets and replica sizes advanced at the rates recorded between `healthy` and `rebalanced`, the
+  commits of groups that were consuming advanced with them (vigia-ingest never commits, so its lag
+  grows), and the shared volume's free space shrinking as the log dirs grow.
+- kafka-jmx: the real broker scrapes (`*.jmx-broker-N.prom`) of the state the timeline is in,
+  cumulative series advanced the same way; broker 1 is down (up 0) during `broker-down`.
 - vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event
   and one written batch every 30 s, plus `vigia_ingest_day_completeness_ratio`, which the ingest
   job does not serve yet (synthetic, named as in prometheus/rules/alerts.yml).
 - probe (`vigia_probe_*` on the exporter target): the exporter's real probe bookkeeping
   (`exporter.probe.tracker.LatencyTracker`) and collector, fed simulated probe rounds.
-Scrapes are every 15 s, like prometheus/prometheus.yml: each serves the latest collection.
+Every target is scraped every 15 s, like prometheus/prometheus.yml.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -38,7 +37,6 @@ from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 
 CLUSTER = "smartmeter"
 SCRAPE_INTERVAL = 15.0
-CYCLE_GAP = 15.0  # between a cycle's `rebalanced` and the next cycle's `healthy`
 INGEST_QUERY = "measure-ingest"
 CUMULATIVE = re.compile(r".*(_total|_count|_sum|_bucket)$")
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+\S+)?$")
@@ -127,36 +125,49 @@ def _number(value: float) -> str:
     return repr(value)
 
 
+# How long each recorded state lasts in one cycle of the history (seconds). The recorder moved on
+# after 15-33 s; real incidents last minutes, and a state must outlast Prometheus' 5-minute lookback
+# to be seen: a backfill cannot carry staleness markers, so a series that disappears (broker 1 from
+# the metadata) stays visible for 5 minutes after its last sample.
+TIMELINE = (
+    ("healthy", 180.0),
+    ("healthy-later", 180.0),
+    ("broker-down", 480.0),
+    ("broker-back-imbalanced", 360.0),
+    ("rebalanced", 300.0),
+)
+PERIOD = sum(hold for _, hold in TIMELINE)
+
+
 @dataclass(frozen=True)
 class Recordings:
-    """The five recorded cluster states and where each cycle starts."""
+    """The five recorded cluster states, the second each was taken at (from the first), and the
+    per-second growth between the first and the last."""
 
-    texts: list[str]
-    start: float
+    texts: dict[str, str]
+    taken: dict[str, float]
+    rates: dict[str, dict[Any, float]]
 
-    @property
-    def states(self) -> list[dict[str, Any]]:
-        return [json.loads(text) for text in self.texts]
-
-    @property
-    def span(self) -> float:
-        first, last = json.loads(self.texts[0]), json.loads(self.texts[-1])
-        return float(last["collected_at"] - first["collected_at"])
-
-    @property
-    def period(self) -> float:
-        return self.span + CYCLE_GAP
-
-    def cycles(self, end: float) -> int:
-        return max(1, math.ceil((end - self.start) / self.period))
+    def at(self, elapsed: float) -> str:
+        """The scenario the timeline is in `elapsed` seconds after the history starts."""
+        position = elapsed % PERIOD
+        for scenario, hold in TIMELINE:
+            if position < hold:
+                return scenario
+            position -= hold
+        raise AssertionError("unreachable")
 
 
-def load_recordings(start: float) -> Recordings:
-    texts = [(KAFKA_FIXTURES / f"{s}.json").read_text(encoding="utf-8") for s in SCENARIOS]
-    return Recordings(texts, start)
+def load_recordings() -> Recordings:
+    texts = {s: (KAFKA_FIXTURES / f"{s}.json").read_text(encoding="utf-8") for s in SCENARIOS}
+    states = {s: json.loads(t) for s, t in texts.items()}
+    first = states[SCENARIOS[0]]["collected_at"]
+    taken = {s: state["collected_at"] - first for s, state in states.items()}
+    span = taken[SCENARIOS[-1]]
+    return Recordings(texts, taken, _rates(states[SCENARIOS[0]], states[SCENARIOS[-1]], span))
 
 
-def _rates(first: dict[str, Any], last: dict[str, Any], span: float) -> dict[str, dict]:
+def _rates(first: dict[str, Any], last: dict[str, Any], span: float) -> dict[str, dict[Any, float]]:
     """Per-second growth recorded between the first and last state."""
 
     def offsets(state: dict[str, Any]) -> dict[tuple[str, int], int]:
@@ -181,13 +192,13 @@ def _rates(first: dict[str, Any], last: dict[str, Any], span: float) -> dict[str
             for p in d["partitions"]
         }
 
-    def growth(before: dict, after: dict) -> dict:
+    def growth(before: dict[Any, int], after: dict[Any, int]) -> dict[Any, float]:
         return {k: max(0, after[k] - v) / span for k, v in before.items() if k in after}
 
     size_rates = growth(sizes(first), sizes(last))
     offset_rates = growth(offsets(first), offsets(last))
     # A group that committed during the recording keeps consuming at the production rate (its
-    # recorded lag pattern repeats each cycle); one that did not stays where it is (its lag grows).
+    # recorded lag repeats); one that did not stays where it is (its lag grows, like vigia-ingest).
     moved = growth(committed(first), committed(last))
     return {
         "offsets": offset_rates,
@@ -197,54 +208,66 @@ def _rates(first: dict[str, Any], last: dict[str, Any], span: float) -> dict[str
     }
 
 
-def extrapolated_states(recordings: Recordings, cycles: int) -> Iterator[dict[str, Any]]:
-    """The recordings, cycle after cycle, shifted in time and advanced in offsets and sizes."""
-    states = recordings.states
-    first = states[0]
-    rates = _rates(first, states[-1], recordings.span)
-    for k in range(cycles):
-        advance = k * recordings.period
-        shift = recordings.start - first["collected_at"] + advance
-        for text in recordings.texts:
-            s = json.loads(text)  # a fresh copy, faster than deepcopy
-            s["collected_at"] += shift
-            for topic in s["topics"]:
-                for p in topic["partitions"]:
-                    if p["latest_offset"] is not None:
-                        rate = rates["offsets"].get((topic["name"], p["partition"]), 0.0)
-                        p["latest_offset"] += int(rate * advance)
-                    if p.get("latest_timestamp_ms") is not None:
-                        p["latest_timestamp_ms"] += int(shift * 1000)
-            for group in s["groups"]:
-                for c in group["committed"] or []:
-                    rate = rates["committed"].get((group["group_id"], c["topic"], c["partition"]))
-                    c["offset"] += int((rate or 0.0) * advance)
-            for broker in s["log_dirs"]:
-                for d in broker["log_dirs"]:
-                    for p in d["partitions"]:
-                        rate = rates["sizes"].get((broker["broker"], p["topic"], p["partition"]))
-                        p["size_bytes"] += int((rate or 0.0) * advance)
-                    if d.get("usable_bytes") is not None:
-                        d["usable_bytes"] -= int(rates["volume"]["all"] * advance)
-            if s.get("quorum"):
-                for replica in [*s["quorum"]["voters"], *s["quorum"]["observers"]]:
-                    for key in ("last_fetch_timestamp_ms", "last_caught_up_timestamp_ms"):
-                        if replica.get(key) is not None:
-                            replica[key] += int(shift * 1000)
-            yield s
+def state_at(recordings: Recordings, start: float, elapsed: float) -> dict[str, Any]:
+    """The recorded state the timeline is in, as collected `elapsed` s after `start`: counters
+    advanced from the moment it was recorded at the recorded rates."""
+    scenario = recordings.at(elapsed)
+    s = json.loads(recordings.texts[scenario])  # a fresh copy, faster than deepcopy
+    advance = elapsed - recordings.taken[scenario]  # seconds of growth since it was recorded
+    shift = start + elapsed - s["collected_at"]
+    rates = recordings.rates
+    s["collected_at"] += shift
+    for topic in s["topics"]:
+        for p in topic["partitions"]:
+            if p["latest_offset"] is not None:
+                rate = rates["offsets"].get((topic["name"], p["partition"]), 0.0)
+                p["latest_offset"] += int(rate * advance)
+            if p.get("latest_timestamp_ms") is not None:
+                p["latest_timestamp_ms"] += int(shift * 1000)
+    for group in s["groups"]:
+        for c in group["committed"] or []:
+            rate = rates["committed"].get((group["group_id"], c["topic"], c["partition"]), 0.0)
+            c["offset"] += int(rate * advance)
+    for broker in s["log_dirs"]:
+        for d in broker["log_dirs"]:
+            for p in d["partitions"]:
+                rate = rates["sizes"].get((broker["broker"], p["topic"], p["partition"]), 0.0)
+                p["size_bytes"] += int(rate * advance)
+            if d.get("usable_bytes") is not None:
+                d["usable_bytes"] -= int(rates["volume"]["all"] * advance)
+    if s.get("quorum"):
+        for replica in [*s["quorum"]["voters"], *s["quorum"]["observers"]]:
+            for key in ("last_fetch_timestamp_ms", "last_caught_up_timestamp_ms"):
+                if replica.get(key) is not None:
+                    replica[key] += int(shift * 1000)
+    return s
 
 
 def exporter_collections(
-    recordings: Recordings, cycles: int, workdir: Path
-) -> list[tuple[float, list[Sample]]]:
-    """(collected_at, samples) of every collection, through the real exporter pipeline."""
+    recordings: Recordings, start: float, end: float, workdir: Path
+) -> list[tuple[float, str, list[Sample]]]:
+    """(collected_at, scenario, samples) of a collection every 15 s, through the real exporter
+    pipeline (`exporter.recording.replay`, fed the states as successive collections)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i, state in enumerate(extrapolated_states(recordings, cycles)):
-        path = workdir / f"{i:05d}-{state['scenario']}.json"
+    paths, scenarios = [], []
+    elapsed = 0.0
+    while start + elapsed <= end:
+        state = state_at(recordings, start, elapsed)
+        path = workdir / f"{len(paths):05d}.json"
         path.write_text(json.dumps(state), encoding="utf-8")
         paths.append(path)
-    return [(r.collected_at, parse_exposition(r.exposition)) for r in replay(paths)]
+        scenarios.append(state["scenario"])
+        elapsed += SCRAPE_INTERVAL
+    # Replay serves the exporter as if its probe were disabled (only vigia_probe_up 0); the probe
+    # families come from ProbeFeed, as a running probe's would.
+    return [
+        (r.collected_at, scenario, [s for s in parse_exposition(r.exposition) if not probe(s)])
+        for r, scenario in zip(replay(paths), scenarios, strict=True)
+    ]
+
+
+def probe(sample: Sample) -> bool:
+    return sample.name.startswith("vigia_probe_")
 
 
 def jmx_scrapes(keep: Callable[[str], bool]) -> dict[tuple[str, int], list[Sample]]:
@@ -259,19 +282,20 @@ def jmx_scrapes(keep: Callable[[str], bool]) -> dict[tuple[str, int], list[Sampl
     return scrapes
 
 
-def jmx_growth(
-    scrapes: dict[tuple[str, int], list[Sample]], span: float, period: float
+def jmx_rates(
+    scrapes: dict[tuple[str, int], list[Sample]], span: float
 ) -> dict[tuple[int, str, str], float]:
-    """How much each cumulative JMX series grows per cycle (0 when the JVM restarted in between)."""
+    """Per-second growth of each cumulative JMX series between the first and last scrape (none for
+    a series that went back: broker 1's JVM restarted in between)."""
     first, last = SCENARIOS[0], SCENARIOS[-1]
-    growth = {}
+    rates = {}
     for broker in BROKERS:
         before = {(s.name, s.labels): s.value for s in scrapes.get((first, broker), [])}
         for s in scrapes.get((last, broker), []):
             key = (s.name, s.labels)
             if CUMULATIVE.match(s.name) and key in before and s.value >= before[key]:
-                growth[(broker, *key)] = (s.value - before[key]) * period / span
-    return growth
+                rates[(broker, *key)] = (s.value - before[key]) / span
+    return rates
 
 
 class IngestFeed:
@@ -359,12 +383,13 @@ class ProbeFeed:
 
     def __init__(self, start: float, seed: int = 7) -> None:
         from exporter.probe.collector import ProbeCollector
+        from exporter.probe.runner import RUNNING
         from exporter.probe.tracker import LatencyTracker
 
         self._rng = random.Random(seed)
         self.tracker = LatencyTracker()
         self.registry = CollectorRegistry()
-        self.registry.register(ProbeCollector(self.tracker.stats))
+        self.registry.register(ProbeCollector(self.tracker.stats, lambda: RUNNING))
         self._next = start
         self._round = 0
         self._was_up: set[int] = set(BROKERS)
@@ -402,53 +427,42 @@ class History:
     start: float
     end: float
     samples: int
-    cycles: int
 
 
 def write_history(
     out: Path, workdir: Path, start: float, end: float, keep_jmx: Callable[[str], bool]
 ) -> History:
     """Writes [start, end] of every source as OpenMetrics into `out`."""
-    recordings = load_recordings(start)
-    cycles = recordings.cycles(end)
-    collections = exporter_collections(recordings, cycles, workdir)
+    recordings = load_recordings()
+    collections = exporter_collections(recordings, start, end, workdir)
     scrapes = jmx_scrapes(keep_jmx)
-    growth = jmx_growth(scrapes, recordings.span, recordings.period)
+    rates = jmx_rates(scrapes, recordings.taken[SCENARIOS[-1]])
     ingest = IngestFeed(start)
     probe = ProbeFeed(start)
 
     with out.open("w", encoding="utf-8") as handle:
         writer = OpenMetricsWriter(handle)
-        index = 0
-        t = start + 1.0
-        while t <= end:
-            while index + 1 < len(collections) and collections[index + 1][0] <= t:
-                index += 1
-            if collections[0][0] <= t:
-                writer.up(EXPORTER, t, 1)
-                cycle, position = divmod(index, len(SCENARIOS))
-                scenario = SCENARIOS[position]
-                up = {b for b in BROKERS if (scenario, b) in scrapes}
-                writer.write(EXPORTER, collections[index][1] + probe.step(t, up), t)
-                for broker, target in BROKERS.items():
-                    samples = scrapes.get((scenario, broker))
-                    writer.up(target, t, 1 if samples is not None else 0)
-                    if samples is not None:
-                        writer.write(target, _advanced(samples, growth, broker, cycle), t)
+        for t, scenario, exposition in collections:
+            up = {b for b in BROKERS if (scenario, b) in scrapes}
+            writer.up(EXPORTER, t, 1)
+            writer.write(EXPORTER, exposition + probe.step(t, up), t)
+            advance = t - start - recordings.taken[scenario]
+            for broker, target in BROKERS.items():
+                samples = scrapes.get((scenario, broker))
+                writer.up(target, t, 1 if samples is not None else 0)
+                if samples is not None:
+                    writer.write(target, _advanced(samples, rates, broker, advance), t)
             ingest.advance(t)
             writer.up(INGEST, t, 1)
             writer.write(INGEST, ingest.samples(), t)
-            t += SCRAPE_INTERVAL
         writer.close()
-    return History(start=start, end=end, samples=writer.samples, cycles=cycles)
+    return History(start=start, end=end, samples=writer.samples)
 
 
 def _advanced(
-    samples: list[Sample], growth: dict[tuple[int, str, str], float], broker: int, cycle: int
+    samples: list[Sample], rates: dict[tuple[int, str, str], float], broker: int, seconds: float
 ) -> list[Sample]:
-    if cycle == 0:
-        return samples
     return [
-        Sample(s.name, s.labels, s.value + cycle * growth.get((broker, s.name, s.labels), 0.0))
+        Sample(s.name, s.labels, s.value + seconds * rates.get((broker, s.name, s.labels), 0.0))
         for s in samples
     ]

@@ -1,0 +1,313 @@
+"""Ingest throughput: steady-state measures/s through validation into Parquet, three ways.
+
+1. kafka     vigia-kafka source (librdkafka's mock cluster in this process, or a real cluster with
+             --bootstrap-servers) → transform → exactly-once Parquet sink: the real job's pipeline.
+2. rate      Spark's native ``rate-micro-batch`` source turned into the same Kafka-shaped rows (the
+             same JSON, built from its value column) → the same transform and sink.
+3. pyarrow   the valid rows, already typed, written with pyarrow.parquet partitioned by
+             measure_date: the ceiling for a Parquet write on this machine.
+
+Both streaming runs use the job's own code (`ingest.job.observed_stream`, `BatchWriter`,
+`ExactlyOnceSink`) with ``maxOffsetsPerTrigger`` / ``rowsPerBatch`` = --rows-per-batch; the rate
+is Σ rows / Σ batch durations over the batches after the first (JVM and Python-worker warm-up).
+Goals (issue 4): kafka ≥ 250,000 measures/s on 2 cores and ≥ 70 % of rate.
+
+    python benchmarks/ingest_throughput.py                      # mock cluster, local[2]
+    python benchmarks/ingest_throughput.py --bootstrap-servers broker:9092 --topic vigia-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from confluent_kafka import Producer
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from tqdm import tqdm
+
+from common.logs import setup_logging
+from ingest import transform
+from ingest.config import IngestConfig
+from ingest.job import (
+    BatchWriter,
+    IngestJob,
+    build_spark,
+    observed_stream,
+    preflight_kafka,
+    start_query,
+)
+from ingest.metrics import IngestMetrics
+from ingest.schema import KAFKA_SOURCE_COLUMNS, MAGNITUDES
+from ingest.sinks import ExactlyOnceSink
+
+log = logging.getLogger("benchmark")
+
+METERS = 10_000
+DAY = "2026-11-20"
+PARTITIONS = 4
+
+
+def measure_columns(n: Column) -> tuple[Column, Column]:
+    """(key, value) of measure number ``n``: meter, period and magnitude cycle so that every key is
+    distinct below 10,000 × 96 × 4; value and TS vary like real readings do."""
+    meter = n % METERS
+    period = (F.floor(n / METERS) % 96) + 1
+    magnitude = F.element_at(
+        F.array(*(F.lit(m) for m in MAGNITUDES)), (F.floor(n / (METERS * 96)) % 4 + 1).cast("int")
+    )
+    value = ((n * 7919) % 5000) / 1000.0
+    ts = F.date_format(
+        F.timestamp_seconds(F.unix_timestamp(F.lit(DAY), "yyyy-MM-dd") + period * 900 + n % 300),
+        "yyyy-MM-dd'T'HH:mm:ss'Z'",
+    )
+    key = F.format_string("UY%06d", meter)
+    json = F.format_string(
+        '{"meter":"UY%06d","measure_date":"' + DAY + '","period":%d,"magnitude":"%s",'
+        '"value":%.3f,"ts":"%s"}',
+        meter,
+        period,
+        magnitude,
+        value,
+        ts,
+    )
+    return key.cast("binary"), json.cast("binary")
+
+
+def kafka_rows(numbers: DataFrame, topic: str) -> DataFrame:
+    """Rows shaped like Spark's Kafka source, from a DataFrame with a long column ``n``."""
+    key, value = measure_columns(F.col("n"))
+    return numbers.select(
+        key.alias("key"),
+        value.alias("value"),
+        F.lit(topic).alias("topic"),
+        (F.col("n") % PARTITIONS).cast("int").alias("partition"),
+        F.col("n").alias("offset"),
+        F.current_timestamp().alias("timestamp"),
+        F.lit(0).alias("timestampType"),
+    ).select(*KAFKA_SOURCE_COLUMNS)
+
+
+def produce(spark: SparkSession, servers: str, topic: str, first: int, count: int) -> None:
+    """Measures first … first+count−1 to Kafka, the JSON built by Spark exactly as for `rate`."""
+    producer = Producer(
+        {
+            "bootstrap.servers": servers,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "compression.type": "lz4",
+            "queue.buffering.max.messages": 500_000,
+            "log_level": 3,
+        }
+    )
+    chunk = 100_000
+    with tqdm(total=count, desc="producing", unit="msg", leave=False) as bar:
+        for start in range(first, first + count, chunk):
+            numbers = spark.range(start, min(start + chunk, first + count)).withColumnRenamed(
+                "id", "n"
+            )
+            table = kafka_rows(numbers, topic).select("key", "value").toArrow()
+            for key, value in zip(
+                table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True
+            ):
+                while True:
+                    try:
+                        producer.produce(topic, value, key)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            producer.poll(0)
+            bar.update(table.num_rows)
+    if producer.flush(120):
+        raise RuntimeError("the benchmark's messages were not all delivered")
+
+
+@dataclass
+class Result:
+    name: str
+    rows: int
+    seconds: float
+    batch_rows: list[int]
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds if self.seconds else 0.0
+
+
+def steady_state(name: str, progress: list[dict[str, Any]]) -> Result:
+    measured = [p for p in progress if p["numInputRows"]][1:]  # the first batch warms up
+    return Result(
+        name,
+        sum(p["numInputRows"] for p in measured),
+        sum(p["batchDuration"] for p in measured) / 1000,
+        [p["numInputRows"] for p in measured],
+    )
+
+
+def run_kafka(spark: SparkSession, args: argparse.Namespace, work: Path) -> Result:
+    import json
+
+    cluster = None
+    servers = args.bootstrap_servers
+    if not servers:
+        # librdkafka's mock cluster lives as long as this client; asking for the topic's metadata
+        # creates it (4 partitions).
+        cluster = Producer({"test.mock.num.brokers": 3, "log_level": 3})
+        metadata = cluster.list_topics(args.topic, timeout=10)
+        servers = ",".join(f"{b.host}:{b.port}" for b in metadata.brokers.values())
+    config = IngestConfig(
+        bootstrap_servers=servers,
+        topic=args.topic,
+        output=str(work / "kafka" / "measure"),
+        quarantine=str(work / "kafka" / "quarantine"),
+        checkpoint=str(work / "kafka" / "checkpoint"),
+        max_offsets_per_trigger=args.rows_per_batch,
+        available_now=True,
+        metrics_port=0,
+        spark_master=args.spark_master,
+    )
+    progress: list[dict[str, Any]] = []
+    per_round = args.rows_per_batch * args.batches_per_round
+    for round_number in range(args.rounds):
+        produce(spark, servers, args.topic, round_number * per_round, per_round)
+        job = IngestJob(spark, config, IngestMetrics(config.query_name), preflight_kafka(config))
+        job.run()
+        assert job.query is not None
+        progress.extend(json.loads(p.json) for p in job.query.recentProgress)
+        log.info("kafka round %d: %d batches", round_number + 1, len(job.query.recentProgress))
+    del cluster
+    return steady_state("kafka (vigia-kafka) → validation → Parquet", progress)
+
+
+def run_rate(spark: SparkSession, args: argparse.Namespace, work: Path) -> Result:
+    import json
+
+    batches = args.rounds * args.batches_per_round
+    raw = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", args.rows_per_batch)
+        .option("numPartitions", PARTITIONS)
+        .load()
+        .select(F.col("value").alias("n"))
+    )
+    config = IngestConfig(
+        bootstrap_servers="unused",
+        output=str(work / "rate" / "measure"),
+        quarantine=str(work / "rate" / "quarantine"),
+        checkpoint=str(work / "rate" / "checkpoint"),
+        trigger_interval=0.001,
+        metrics_port=0,
+        query_name="vigia-ingest-rate",
+    )
+    writer = BatchWriter(
+        ExactlyOnceSink(spark, config.checkpoint), config, IngestMetrics(config.query_name)
+    )
+    query = start_query(observed_stream(kafka_rows(raw, args.topic)), config, writer)
+    try:
+        with tqdm(total=batches + 1, desc="rate batches", leave=False) as bar:
+            done = 0
+            while done < batches + 1:
+                query.awaitTermination(1)
+                if query.exception() is not None:
+                    raise RuntimeError(str(query.exception()))
+                last = query.lastProgress
+                finished = last.batchId + 1 if last is not None else 0
+                bar.update(finished - done)
+                done = finished
+    finally:
+        query.stop()
+    return steady_state(
+        "rate-micro-batch → validation → Parquet",
+        [json.loads(p.json) for p in query.recentProgress],
+    )
+
+
+def run_pyarrow(spark: SparkSession, args: argparse.Namespace, work: Path) -> Result:
+    """The rows the pipelines store, already typed in Arrow, written by pyarrow alone."""
+    numbers = spark.range(args.rows_per_batch).withColumnRenamed("id", "n")
+    valid, _ = transform.process(kafka_rows(numbers, args.topic))
+    table = valid.toArrow()
+    seconds = 0.0
+    repeats = 3
+    for repeat in range(repeats):
+        started = time.perf_counter()
+        pq.write_to_dataset(
+            table,
+            str(work / "pyarrow" / str(repeat)),
+            partition_cols=["measure_date"],
+            compression="snappy",
+        )
+        seconds += time.perf_counter() - started
+    return Result(
+        "pyarrow Parquet write of the same rows (ceiling)",
+        table.num_rows * repeats,
+        seconds,
+        [table.num_rows] * repeats,
+    )
+
+
+def report(results: list[Result], native: Result, kafka: Result) -> str:
+    lines = [
+        f"{'pipeline':<48} {'rows':>10} {'seconds':>8} {'rows/s':>10} {'vs rate':>8}",
+        "-" * 88,
+    ]
+    for result in results:
+        share = result.rate / native.rate if native.rate else 0.0
+        lines.append(
+            f"{result.name:<48} {result.rows:>10,} {result.seconds:>8.2f} "
+            f"{result.rate:>10,.0f} {share:>8.0%}"
+        )
+    lines.append("")
+    lines.append(
+        f"goal ≥ 250,000 measures/s: {'met' if kafka.rate >= 250_000 else 'NOT met'} "
+        f"({kafka.rate:,.0f}); goal ≥ 70 % of rate: "
+        f"{'met' if kafka.rate >= 0.7 * native.rate else 'NOT met'} "
+        f"({kafka.rate / native.rate:.0%})"
+    )
+    lines.append(f"kafka batch sizes: {kafka.batch_rows}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--bootstrap-servers", help="a real cluster (default: in-process mock)")
+    parser.add_argument("--topic", default="measure", help="topic to fill and read (measure)")
+    parser.add_argument("--rows-per-batch", type=int, default=250_000)
+    parser.add_argument("--batches-per-round", type=int, default=4, help="batches per production")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="produce, then drain, this many times (the mock broker keeps ~1 M lz4 messages)",
+    )
+    parser.add_argument("--spark-master", default="local[2]")
+    parser.add_argument("--work-dir", help="keep the outputs here instead of a temporary dir")
+    args = parser.parse_args()
+    setup_logging("INFO")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="vigia-ingest-bench-"))
+    spark = build_spark(
+        replace(IngestConfig(bootstrap_servers="unused"), spark_master=args.spark_master)
+    )
+    spark.conf.set("spark.sql.shuffle.partitions", str(PARTITIONS))
+    try:
+        native = run_rate(spark, args, work)
+        kafka = run_kafka(spark, args, work)
+        ceiling = run_pyarrow(spark, args, work)
+    finally:
+        spark.stop()
+        if not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    log.info("results:\n%s", report([kafka, native, ceiling], native, kafka))
+
+
+if __name__ == "__main__":
+    main()
