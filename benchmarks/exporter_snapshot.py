@@ -222,12 +222,12 @@ def main() -> None:
     )
     log.info(
         "history after %d collections: %d lag-seconds estimates, %d full status windows "
-        "(statuses %s), %d replicas with ISR history; %.1f MB kept by the trackers",
+        "(statuses %s), ISR history of %d partitions; %.1f MB kept by the trackers",
         args.warmup,
         len(state.lag_seconds),
         sum(e.window_complete for e in state.lag_status.values()),
         sorted(statuses),
-        len(state.out_of_sync_seconds),
+        len(history.isr),
         history_bytes / 1e6,
     )
     # CPU time as well as wall time: on a shared machine the wall time includes waiting for a core.

@@ -19,8 +19,8 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
-from exporter.collectors import probe_collector, render
-from exporter.exposition import CONTENT_TYPE, text
+from exporter.collectors import render, render_probe
+from exporter.exposition import CONTENT_TYPE
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
 from exporter.state import ExporterState
@@ -66,7 +66,6 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
     exposition = _PerState(lambda s: render(s).encode("utf-8"))
     # The document without its closing brace, so that the probe section can follow.
     cluster = _PerState(lambda s: None if s is None else _json_bytes(api.state_json(s))[:-1])
-    probe = probe_collector(service.probe)
 
     def prepare(state: ExporterState) -> None:
         """Runs on the collection thread, so that scrapes only copy bytes."""
@@ -77,7 +76,7 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
 
     @app.get("/metrics")
     def metrics() -> Response:
-        live = text(probe.collect()).encode("utf-8")
+        live = render_probe(service.probe).encode("utf-8")
         return Response(exposition.get(service.state) + live, media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
@@ -96,9 +95,9 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        section = _json_bytes(api.probe_json(service.probe))
-        body = b"".join((cluster.get(state), b',"', api.PROBE_KEY.encode(), b'":', section, b"}"))
-        return Response(body, media_type="application/json")
+        # {"probe": {...}} without its opening brace closes the cached document.
+        section = _json_bytes({api.PROBE_KEY: api.probe_json(service.probe)})[1:]
+        return Response(cluster.get(state) + b"," + section, media_type="application/json")
 
     @app.get("/", response_class=HTMLResponse)
     def landing() -> str:

@@ -74,10 +74,11 @@ class CollectionService:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self._timeout + GRACE_SECONDS + 1)
+        # The probe stops (and joins its threads) while the collection loop winds down.
         if self.probe is not None:
             self.probe.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=self._timeout + GRACE_SECONDS + 1)
 
     def collect_once(self) -> ExporterState:
         snapshot = self._bounded_collect()

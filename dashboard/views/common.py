@@ -16,18 +16,12 @@ import dash_ag_grid as dag
 from dash import dcc, html
 
 from dashboard.cluster import Cluster
-from dashboard.data import Fetched, Matrix, Series, Unreachable, Vector, Window
+from dashboard.data import Fetched, Matrix, Unreachable, Vector, Window
 
 Figure = dict[str, Any]
 Status = Literal["green", "amber", "red", "grey"]
 
 PALETTE = ("#3566c8", "#e07b24", "#2a9d6f", "#c84a5a", "#8a5cc2", "#7a8a99", "#c0a020", "#1f9fb4")
-STATUS_COLORS: Mapping[str, str] = {
-    "green": "#2a9d6f",
-    "amber": "#e0a020",
-    "red": "#c8323c",
-    "grey": "#8a94a0",
-}
 
 
 @dataclass(frozen=True)
@@ -141,10 +135,6 @@ def fmt_seconds(value: float | None) -> str:
     if s < 172800:
         return f"{sign}{s / 3600:.1f} h"
     return f"{sign}{s / 86400:.1f} d"
-
-
-def fmt_rate(value: float | None, unit: str = "msg/s") -> str:
-    return "–" if value is None else f"{fmt_number(value)} {unit}"
 
 
 # ---------------------------------------------------------------- figures
@@ -367,10 +357,6 @@ def series_broker(labels: Mapping[str, str]) -> str:
     if "broker" in labels:
         return f"broker {labels['broker']}"
     return labels.get("instance", "?")
-
-
-def last_values(result: Matrix | Unreachable) -> list[Series]:
-    return [] if isinstance(result, Unreachable) else list(result)
 
 
 # ---------------------------------------------------------------- components

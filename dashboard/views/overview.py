@@ -61,6 +61,9 @@ def plan() -> Plan:
             "backlog_seconds": (
                 f'max(kafka_consumergroup_max_lag_seconds{{consumergroup="{INGEST_GROUP}"}})'
             ),
+            "backlog_messages": (
+                f'sum(kafka_consumergroup_lag_sum{{consumergroup="{INGEST_GROUP}"}})'
+            ),
             "exporter_up": "min(vigia_exporter_up)",
         },
         ranged={
@@ -304,9 +307,13 @@ def alerts_table(alerts: Sequence[Mapping[str, Any]] | Unreachable | None) -> An
 
 def build(ctx: PageContext) -> list[Any]:
     cluster = ctx.topology
+    # Seconds and messages from the same source (Prometheus, else the exporter's JSON), so the
+    # light's value and its detail describe the same moment.
     backlog_s = scalar(ctx.instant("backlog_seconds"))
-    if backlog_s is None:
+    backlog_m = scalar(ctx.instant("backlog_messages"))
+    if backlog_s is None and backlog_m is None:
         backlog_s = ingest_backlog_seconds(cluster)
+        backlog_m = ingest_backlog_messages(cluster)
     lights = [
         *cluster_lights(cluster),
         alerts_light(ctx.fetched.alerts),
@@ -314,7 +321,7 @@ def build(ctx: PageContext) -> list[Any]:
             scalar(ctx.instant("freshness")),
             scalar(ctx.instant("progress_age")),
             backlog_s,
-            ingest_backlog_messages(cluster),
+            None if backlog_m is None else int(backlog_m),
         ),
         exporter_light(cluster, scalar(ctx.instant("exporter_up")), ctx.now),
     ]

@@ -6,10 +6,11 @@
 - `runner.ProbeRunner` (confluent-kafka adapter): topic upkeep and the background threads.
 - `collector.ProbeCollector`: the `vigia_probe_*` families, rebuilt from `ProbeStats` per scrape.
 
-Wiring in the exporter::
+Wiring (the exporter's `CollectionService` starts and stops the runner; its app renders the
+collector's families at each scrape, see `exporter.collectors.render_probe`)::
 
     runner = ProbeRunner(kafka_config, ProbeSettings(enabled=..., topic=..., interval_seconds=...))
-    registry.register(ProbeCollector(runner.stats))
+    registry.register(ProbeCollector(runner.stats, lambda: runner.status))
     runner.start()      # at startup; never blocks, never raises on Kafka errors
     runner.stop()       # at shutdown
 """

@@ -144,7 +144,11 @@ class ProbeRunner:
             self.settings.interval_seconds,
             self.settings.deadline_seconds,
         )
-        self._create_clients()
+        try:
+            self._create_clients()
+        except KafkaException as exc:  # e.g. a --kafka-option only producers or consumers refuse
+            self._off(f"cannot create its Kafka clients ({_reason(exc)})")
+            return
         self._threads = [
             threading.Thread(target=self._probe_loop, name="vigia-probe", daemon=True),
             threading.Thread(target=self._consume_loop, name="vigia-probe-consumer", daemon=True),
@@ -452,4 +456,4 @@ def _code(exc: KafkaException) -> int | None:
 
 def _reason(exc: KafkaException) -> str:
     error = exc.args[0] if exc.args else None
-    return error.str() if isinstance(error, KafkaError) else str(exc)
+    return (error.str() if isinstance(error, KafkaError) else str(exc)).strip()

@@ -101,7 +101,7 @@ def test_config_errors_are_one_line(argv: list[str], reason: str) -> None:
 
 
 def test_invalid_probe_enabled_environment_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="^VIGIA_PROBE_ENABLED: 'maybe' is not true or false$"):
+    with pytest.raises(ConfigError, match=r"^VIGIA_PROBE_ENABLED: 'maybe' is not true or false$"):
         parse_config([], {"VIGIA_PROBE_ENABLED": "maybe"})
 
 

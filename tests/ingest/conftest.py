@@ -56,6 +56,7 @@ def backfill(
     malformed_ratio: float = 0.0,
     duplicate_ratio: float = 0.0,
     seed: int = 42,
+    topic: str = TOPIC,
 ) -> Manifest:
     """One simulated day (meters × 96 × 4 valid measures) through vigia-simulate."""
     code = simulate(
@@ -64,7 +65,7 @@ def backfill(
             "--bootstrap-servers",
             bootstrap_servers,
             "--topic",
-            TOPIC,
+            topic,
             "--start-date",
             day.isoformat(),
             "--meters",

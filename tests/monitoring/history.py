@@ -243,6 +243,36 @@ def state_at(recordings: Recordings, start: float, elapsed: float) -> dict[str, 
     return s
 
 
+class ConsumingGroups:
+    """Consumers that keep up commit a moment after the newest offsets, never exactly the same lag
+    twice (held constant, any evaluation of consumer status would call the lag "not decreasing").
+    Each collection, a group that was consuming during the recording commits up to a random share
+    (0-2x) of its recorded lag behind the latest offset; commits never go back."""
+
+    def __init__(self, recordings: Recordings, seed: int = 11) -> None:
+        self._rng = random.Random(seed)
+        self._consuming = {group for group, _, _ in recordings.rates["committed"]}
+        self._last: dict[tuple[str, str, int], int] = {}
+
+    def jitter(self, state: dict[str, Any]) -> dict[str, Any]:
+        latest = {
+            (t["name"], p["partition"]): p["latest_offset"]
+            for t in state["topics"]
+            for p in t["partitions"]
+        }
+        for group in state["groups"]:
+            if group["group_id"] not in self._consuming:
+                continue
+            share = self._rng.uniform(0.0, 2.0)
+            for c in group["committed"] or []:
+                key = (group["group_id"], c["topic"], c["partition"])
+                newest = latest.get((c["topic"], c["partition"])) or c["offset"]
+                lag = max(0, newest - c["offset"])
+                c["offset"] = max(self._last.get(key, 0), newest - int(lag * share))
+                self._last[key] = c["offset"]
+        return state
+
+
 def exporter_collections(
     recordings: Recordings, start: float, end: float, workdir: Path
 ) -> list[tuple[float, str, list[Sample]]]:
@@ -250,9 +280,10 @@ def exporter_collections(
     pipeline (`exporter.recording.replay`, fed the states as successive collections)."""
     workdir.mkdir(parents=True, exist_ok=True)
     paths, scenarios = [], []
+    commits = ConsumingGroups(recordings)
     elapsed = 0.0
     while start + elapsed <= end:
-        state = state_at(recordings, start, elapsed)
+        state = commits.jitter(state_at(recordings, start, elapsed))
         path = workdir / f"{len(paths):05d}.json"
         path.write_text(json.dumps(state), encoding="utf-8")
         paths.append(path)

@@ -103,6 +103,19 @@ def test_disabled_probe_starts_nothing(caplog: pytest.LogCaptureFixture) -> None
     runner.stop()
 
 
+def test_clients_refusing_the_configuration_turn_the_probe_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=RUNNER_LOG)
+    config = {"bootstrap.servers": "127.0.0.1:1", "fetch.wait.max.ms": "-5"}
+    runner = ProbeRunner(config, FAST)
+    runner.start()  # does not raise: the rest of the exporter keeps running
+    assert runner.status.startswith("off: cannot create its Kafka clients (")
+    assert "fetch.wait.max.ms" in runner.status and not runner.status.endswith("\n)")
+    assert "end-to-end probe off: cannot create its Kafka clients" in caplog.text
+    runner.stop()
+
+
 def test_probe_is_off_and_says_why_when_the_topic_cannot_be_created(
     mock_cluster: MockCluster,
     runners: Callable[[str], ProbeRunner],
