@@ -18,6 +18,7 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 import statistics
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -157,7 +158,17 @@ def synthetic_cluster(now: float) -> dict[str, Any]:
 
 
 def label_sets(query: str) -> list[dict[str, str]]:
-    """Plausible label sets for a query, from its `by (...)` clause."""
+    """Plausible label sets for a query, from its `by (...)` clause (and a `topk(k, ...)` limit
+    on consumer groups)."""
+    sets = _label_sets(query)
+    limit = re.search(r"topk\((\d+),", query)
+    if limit:
+        keep = sorted({s["consumergroup"] for s in sets if "consumergroup" in s})[: int(limit[1])]
+        sets = [s for s in sets if s.get("consumergroup") in keep]
+    return sets
+
+
+def _label_sets(query: str) -> list[dict[str, str]]:
     brokers = [str(b) for b in range(1, BROKERS + 1)]
     topic_names = [f"topic-{t:02d}" for t in range(TOPICS)]
     if "by (consumergroup, topic)" in query:

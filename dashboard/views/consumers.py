@@ -36,35 +36,55 @@ PRODUCED = "#55606b"
 def plan(filters: Filters) -> Plan:
     g = filters.matchers(group=True, topic=True)
     t = filters.matchers(topic=True)
+    # Without a group selection, only the most lagging groups are charted: ask Prometheus for
+    # just those (topk at each step), not for every group's series.
+    only = (
+        ""
+        if filters.groups
+        else (
+            f" and on (consumergroup) topk({MAX_GROUPS_CHARTED}, "
+            f"sum by (consumergroup) (kafka_consumergroup_lag_sum{{{g}}}))"
+        )
+    )
     return Plan(
         cluster=True,
         ranged={
             "produced": f"sum by (topic) (kafka_topic_messages_in_per_second{{{t}}})",
             "consumed": (
                 "sum by (consumergroup, topic) "
-                f"(kafka_consumergroup_messages_consumed_per_second{{{g}}})"
+                f"(kafka_consumergroup_messages_consumed_per_second{{{g}}}){only}"
             ),
-            "lag": f"sum by (consumergroup, topic) (kafka_consumergroup_lag_sum{{{g}}})",
+            "lag": f"sum by (consumergroup, topic) (kafka_consumergroup_lag_sum{{{g}}}){only}",
             "lag_seconds": (
-                f"max by (consumergroup, topic) (kafka_consumergroup_max_lag_seconds{{{g}}})"
+                f"max by (consumergroup, topic) (kafka_consumergroup_max_lag_seconds{{{g}}}){only}"
             ),
             "status": (
                 "max by (consumergroup) (kafka_consumergroup_status{"
                 + filters.matchers(group=True)
                 + "})"
+                + only
             ),
         },
     )
 
 
 def charted_groups(
-    groups: Sequence[Group], filters: Filters, n: int = MAX_GROUPS_CHARTED
+    groups: Sequence[Group],
+    filters: Filters,
+    lag: Matrix | Unreachable,
+    n: int = MAX_GROUPS_CHARTED,
 ) -> list[str]:
-    """The selected groups, else the n groups with the most lag (so 50 groups stay readable)."""
+    """The selected groups, else the n with the most lag now: by Prometheus' lag series when it
+    has them (what the charts draw), else by the exporter's JSON."""
     if filters.groups:
         return sorted(filters.groups)
-    ranked = sorted(groups, key=lambda g: (-(g.lag or 0), g.group_id))
-    return [g.group_id for g in ranked[:n]]
+    latest: dict[str, float] = {}
+    for series in [] if isinstance(lag, Unreachable) else lag:
+        group = series.labels.get("consumergroup", "")
+        latest[group] = latest.get(group, 0.0) + (series.last or 0.0)
+    if not latest:
+        latest = {g.group_id: float(g.lag or 0) for g in groups}
+    return sorted(latest, key=lambda group: (-latest[group], group))[:n]
 
 
 def group_rows(groups: Sequence[Group], filters: Filters) -> list[list[str]]:
@@ -188,11 +208,7 @@ def build(ctx: PageContext) -> list[Any]:
     f = ctx.filters
     cluster = ctx.topology
     groups = list(cluster.groups) if not isinstance(cluster, Unreachable) else []
-    charted = charted_groups(groups, f)
-    if not groups and not f.groups:  # exporter unreachable: chart what Prometheus knows
-        lag_series = ctx.ranged("lag")
-        known = [] if isinstance(lag_series, Unreachable) else lag_series
-        charted = sorted({s.labels.get("consumergroup", "") for s in known})[:MAX_GROUPS_CHARTED]
+    charted = charted_groups(groups, f, ctx.ranged("lag"))
     in_chart = lambda labels: labels.get("consumergroup") in charted  # noqa: E731
 
     def group_topic(labels: Mapping[str, str]) -> str:

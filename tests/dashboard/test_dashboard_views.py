@@ -14,7 +14,15 @@ import pytest
 from dash import dcc
 
 from dashboard.cluster import Cluster, parse_cluster
-from dashboard.data import Fetched, Sample, Unreachable, Window, parse_matrix, parse_vector
+from dashboard.data import (
+    Fetched,
+    Sample,
+    Series,
+    Unreachable,
+    Window,
+    parse_matrix,
+    parse_vector,
+)
 from dashboard.pages import PAGE_BY_PATH, PAGES
 from dashboard.views import brokers, capacity, consumers, ingest, overview, replication, topics
 from dashboard.views.common import Filters, PageContext
@@ -348,10 +356,16 @@ def test_group_rows_lag_per_scenario() -> None:
     assert (rebalanced["billing"][4], rebalanced["billing"][7]) == ("OK", "0.9 s")
     assert rebalanced["vigia-ingest"][7] == "2 min"  # 148 s behind: it stopped consuming
     assert lags("rebalanced")["vigia-ingest"] == "295,914"
-    assert consumers.charted_groups(cluster("healthy").groups, Filters(), n=2) == [
+    assert consumers.charted_groups(cluster("healthy").groups, Filters(), [], n=2) == [
         "vigia-ingest",
         "verify-group",
     ]
+    lag = [
+        Series({"consumergroup": "a", "topic": "x"}, (1.0, 2.0), (5.0, None)),
+        Series({"consumergroup": "b", "topic": "x"}, (1.0, 2.0), (1.0, 9.0)),
+    ]
+    assert consumers.charted_groups(cluster("healthy").groups, Filters(), lag) == ["b", "a"]
+    assert consumers.charted_groups((), Filters(groups=("z", "y")), lag) == ["y", "z"]
 
 
 def test_partition_status_rows() -> None:
