@@ -20,6 +20,11 @@ from prometheus_client.utils import floatToGoString
 # now announces 1.0.0, the UTF-8-names variant this writer does not produce).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _TYPES = frozenset({"gauge", "counter", "histogram"})
+_FORMATTED_MAX = 4096
+_SMALL_INTEGERS: dict[float, str] = {
+    i: floatToGoString(i)  # type: ignore[no-untyped-call]
+    for i in range(-1, 256)
+}
 
 
 def _escape_value(value: str) -> str:
@@ -31,6 +36,11 @@ def _escape_value(value: str) -> str:
 def text(metrics: Iterable[Metric]) -> str:
     out: list[str] = []
     append = out.append
+    # Most values repeat (0, 1, statuses, broker ids, counts): format each distinct value once,
+    # the small integers always, others while the cache is small. Equal numbers format equally
+    # (floatToGoString goes through float()), so this is exact, except that a -0.0 is written
+    # like 0.0 (the same value to Prometheus; Vigía's values are clamped at +0.0 anyway).
+    formatted: dict[float, str] = dict(_SMALL_INTEGERS)
     for metric in metrics:
         if metric.type not in _TYPES:
             raise ValueError(f"{metric.name}: {metric.type} families are not supported here")
@@ -38,7 +48,11 @@ def text(metrics: Iterable[Metric]) -> str:
         doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
         append(f"# HELP {name} {doc}\n# TYPE {name} {metric.type}\n")
         for s in metric.samples:
-            value = floatToGoString(s.value)  # type: ignore[no-untyped-call]
+            value = formatted.get(s.value)
+            if value is None:
+                value = floatToGoString(s.value)  # type: ignore[no-untyped-call]
+                if len(formatted) < _FORMATTED_MAX:
+                    formatted[s.value] = value
             if s.labels:
                 labels = ",".join(
                     [f'{k}="{_escape_value(v)}"' for k, v in sorted(s.labels.items())]

@@ -3,10 +3,17 @@ cluster → vigia-kafka source → validation → Parquet + quarantine, metrics 
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import math
+import os
+import signal
+import threading
+import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +28,7 @@ from pyspark.sql import SparkSession
 from ingest.cli import build_parser
 from ingest.completeness import main_completeness
 from ingest.config import IngestConfig
-from ingest.job import IngestJob, preflight_kafka, serve_metrics
+from ingest.job import IngestJob, preflight_kafka, run_job, serve_metrics
 from ingest.kafka_source.adapter import KafkaAdmin, consumer_config
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS, REASONS
@@ -298,3 +305,61 @@ def test_restart_from_the_checkpoint_continues_without_duplicates(
         utc_day(1).isoformat(): backlog.manifest.valid_total,
         utc_day(0).isoformat(): more.valid_total,
     }
+
+
+def when_a_batch_is_done(checkpoint: Path, action: Callable[[], None]) -> threading.Thread:
+    """Run ``action`` on a thread once the query committed its first batch."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 300
+        while not (checkpoint / "commits" / "0").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        action()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_sigterm_stops_a_streaming_run_cleanly(
+    spark: SparkSession, mock_cluster: MockCluster, tmp_path: Path
+) -> None:
+    create_topic(mock_cluster.bootstrap_servers)
+    backfill(mock_cluster.bootstrap_servers, tmp_path / "m.json", day=utc_day(1), meters=5)
+    config = job_config(mock_cluster, tmp_path, available_now=False, trigger_interval=0.5)
+    stopper = when_a_batch_is_done(
+        tmp_path / "checkpoint", lambda: os.kill(os.getpid(), signal.SIGTERM)
+    )
+    assert run_job(config, spark) == 0
+    stopper.join()
+    assert stored(config).num_rows == 5 * 96 * 4
+    assert committed(mock_cluster) == latest_offsets(mock_cluster)
+
+
+def test_losing_the_cluster_mid_run_stops_with_one_sentence(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    holder = [start_mock_cluster()]
+    servers = holder[0].bootstrap_servers
+    create_topic(servers)
+    backfill(servers, tmp_path / "m.json", day=utc_day(1), meters=5)
+    config = replace(
+        job_config(holder[0], tmp_path, available_now=False, trigger_interval=0.5),
+        kafka_timeout=2.0,
+    )
+
+    def lose_the_cluster() -> None:
+        holder.clear()  # the last reference: librdkafka shuts the mock brokers down
+        gc.collect()
+
+    when_a_batch_is_done(tmp_path / "checkpoint", lose_the_cluster)
+    caplog.set_level(logging.ERROR)
+    started = time.monotonic()
+    assert run_job(config, spark) == 1
+    print("LOST", time.monotonic() - started, [r.getMessage() for r in caplog.records])
+    assert time.monotonic() - started < 240
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert errors[0].startswith("cannot ")
+    assert servers in errors[0] or "measure-" in errors[0]
+    assert "\n" not in errors[0]
