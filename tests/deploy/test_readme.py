@@ -1,0 +1,63 @@
+"""The README is the newcomer's entry point: its commands, flags, alerts and links must be true."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+COMMANDS = [
+    ["vigia-exporter"],
+    ["vigia-ingest", "run"],
+    ["vigia-ingest", "completeness"],
+    ["vigia-simulate", "live"],
+    ["vigia-simulate", "backfill"],
+    ["vigia-simulate", "outage"],
+    ["vigia-dashboard"],
+    ["vigia-stack"],
+]
+FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
+
+
+def _flags(command: list[str]) -> set[str]:
+    result = subprocess.run(
+        [*command, "--help"], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(FLAG.findall(result.stdout)) - {"--help"}
+
+
+def test_first_screen_gives_the_two_commands() -> None:
+    blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
+    assert blocks[:2] == ["make up\n", "make test\n"]
+    ci = (REPO / ".ci" / "run").read_text()
+    assert ci.rstrip().endswith("make test"), "CI must run the README's test command"
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^up: .env\n\tdocker compose up -d --build$", makefile, re.M)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_flag_is_documented(command: list[str]) -> None:
+    documented = set(FLAG.findall(README))
+    missing = sorted(_flags(command) - documented)
+    assert not missing, f"{' '.join(command)} flags missing from README.md: {missing}"
+
+
+def test_every_alert_is_listed_with_its_runbook() -> None:
+    rules = yaml.safe_load((REPO / "prometheus" / "rules" / "alerts.yml").read_text())
+    alerts = {r["alert"]: r["labels"]["severity"] for g in rules["groups"] for r in g["rules"]}
+    rows = dict(
+        re.findall(r"^\| (\w+) \| (critical|warning) \| \[docs/runbooks/\1\.md\]", README, re.M)
+    )
+    assert rows == alerts
+
+
+def test_relative_links_exist() -> None:
+    links = re.findall(r"\]\(([^)#]+)\)", README)
+    assert links
+    missing = [link for link in links if "://" not in link and not (REPO / link).exists()]
+    assert not missing
