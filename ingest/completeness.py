@@ -30,12 +30,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from ingest.schema import MAGNITUDES, PERIODS, PERIODS_PER_DAY
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from ingest.simulator.manifest import load_manifest
 
 log = logging.getLogger(__name__)
 
@@ -184,12 +187,10 @@ def read_stored_day(
 ) -> StoredDay:
     """Aggregate one day of the Parquet output in Spark.
 
-    Reads the output root (not the day's folder) so that a file-sink `_spark_metadata` log, when
-    present, hides files of uncommitted batches; partition pruning keeps it to one day.
+    Reads the output root, not the day's folder, and lets partition pruning keep one day: Spark's
+    reader then skips `_`-prefixed entries (the sink's staging) and honours a file sink's
+    `_spark_metadata` log when there is one.
     """
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
     day = (
         spark.read.schema("meter string, period int, magnitude string, measure_date date")
         .parquet(output)
@@ -265,8 +266,6 @@ class InputError(ValueError):
 
 def load_meters(manifest: str | None = None, meters_file: str | None = None) -> list[str]:
     """The meter ids from a simulator manifest or a meters file (exactly one of them)."""
-    from ingest.simulator.manifest import load_manifest
-
     if (manifest is None) == (meters_file is None):
         raise InputError("give exactly one of --manifest and --meters-file")
     if manifest is not None:
@@ -331,9 +330,6 @@ def main_completeness(args: argparse.Namespace, spark: SparkSession | None = Non
     except InputError as exc:
         log.error("%s", exc)
         return EXIT_INVALID
-
-    from pyspark.errors import AnalysisException
-    from pyspark.sql import SparkSession
 
     own_session = spark is None
     session = spark or SparkSession.builder.appName("vigia-completeness").getOrCreate()

@@ -42,8 +42,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from ingest import transform
 from ingest.config import IngestConfig
 from ingest.kafka_source import SOURCE_NAME, register
-from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError, consumer_config
-from ingest.kafka_source.options import READER_GROUP
+from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
 from ingest.metrics import (
     BatchWritten,
     IngestListener,
@@ -260,10 +259,7 @@ def failure_sentence(exc: BaseException) -> str:
 def preflight_kafka(config: IngestConfig) -> KafkaAdmin:
     """Fail in seconds, with one sentence, when the cluster or the topic is not there."""
     admin = KafkaAdmin(
-        consumer_config(
-            config.bootstrap_servers, config.kafka_options, config.group_id or READER_GROUP
-        ),
-        config.kafka_timeout,
+        config.bootstrap_servers, config.kafka_options, config.group_id, config.kafka_timeout
     )
     admin.partitions(config.topic)
     return admin

@@ -42,12 +42,12 @@ class Reason(StrEnum):
     """Why a message went to quarantine. The values are the `reason` label of the ingest metrics."""
 
     MALFORMED_JSON = "malformed_json"  # not a JSON object (or an empty / null Kafka value)
-    MISSING_FIELD = "missing_field"  # a key of FIELDS absent, null or an empty string
+    MISSING_FIELD = "missing_field"  # a key of FIELDS absent or null, or a blank meter
     PERIOD_OUT_OF_RANGE = "period_out_of_range"  # not an integer in 1..96
     INVALID_VALUE = "invalid_value"  # not a number, negative, NaN or ±infinity
     UNKNOWN_MAGNITUDE = "unknown_magnitude"  # not one of MAGNITUDES (case-sensitive)
     INVALID_DATE = "invalid_date"  # not an existing calendar date written yyyy-MM-dd
-    INVALID_TS = "invalid_ts"  # not an ISO-8601 timestamp
+    INVALID_TS = "invalid_ts"  # not an ISO-8601 timestamp with an offset (Z, +hh:mm)
 
 
 REASONS: Final = tuple(Reason)

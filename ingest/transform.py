@@ -13,17 +13,18 @@ columns of Spark's Kafka source (`ingest.schema.KAFKA_SOURCE_COLUMNS`).
 
 Validation order (first failing reason wins, see `ingest.schema.REASONS`): malformed_json,
 missing_field, period_out_of_range, invalid_value, unknown_magnitude, invalid_date, invalid_ts.
-Structural problems come first, then the fields in the order of the measure key's importance to
-an operator reading the quarantine.
+The message's structure first (is it a JSON object with every field), then each field on its own.
 
-Leniencies, on purpose: a number sent as a JSON string ("period":"37") is accepted; trailing text
-after the JSON object is ignored (Spark's JSON reader stops at the object's end). Strictness, on
-purpose: measure_date must be yyyy-MM-dd and a real date; ts must be ISO-8601 *with* an offset
-(`Z`, `+hh:mm`), so that its meaning never depends on the Spark session time zone.
+Details, on purpose: a number sent as a JSON string ("period":"37") is accepted; trailing text
+after the JSON object is ignored (Spark's JSON reader stops at the object's end); a field is missing
+when absent or null (and the meter also when blank); measure_date must be a real date written
+yyyy-MM-dd; ts must be ISO-8601 *with* an offset (`Z`, `+hh:mm`), so that its meaning never depends
+on the Spark session time zone; value must be a finite number ≥ 0.
 
-In a stream, observe the classified DataFrame (before the sink) so per-reason counts appear in each
-progress event; in foreachBatch, persist the classified batch before splitting it, or the parse
-runs twice.
+Cost: the JSON parse is most of it. In foreachBatch, persist the classified batch before splitting
+it: otherwise each branch parses again, and Spark pushes the split's filter below the parse, which
+parses each message once more. In a stream, observe the classified DataFrame (before the sink) so
+the per-reason counts appear in each progress event.
 """
 
 from __future__ import annotations
@@ -94,7 +95,9 @@ def _text(name: str) -> Column:
 def classify(parsed: DataFrame) -> DataFrame:
     """Typed measure columns and `reason`: the first failing check, null for a valid row."""
     date_text, ts_text = _text("measure_date"), _text("ts")
-    # Cheap shape checks instead of regular expressions: the parsers below do the rest.
+    # Typed columns first, reasons from them: each text is parsed once (a single select that
+    # repeats the casts in every check costs twice as much). Shape checks are plain string tests,
+    # cheaper than regular expressions; the parsers do the rest.
     ts_has_offset = (
         ts_text.endswith("Z")
         | F.substring(ts_text, -6, 1).isin("+", "-")
@@ -158,7 +161,7 @@ def split_valid_invalid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
 def dedupe_latest(valid: DataFrame) -> DataFrame:
     """One row per (meter, measure_date, period, magnitude): the newest ts; on equal ts the highest
     Kafka partition, then the highest offset (the message the broker accepted last)."""
-    # max over a struct compares field by field: a hash aggregate, cheaper than a sorted window.
+    # max over a struct compares field by field, so the first three fields decide.
     ordered = ["ts", "kafka_partition", "kafka_offset"]
     rest = [c for c in VALID_COLUMNS if c not in ordered and c not in MEASURE_KEY_COLUMNS]
     latest = F.max(F.struct(*ordered, *rest)).alias("_latest")

@@ -1,16 +1,26 @@
-"""The Kafka calls the source makes besides reading: metadata, watermarks, group commits.
+"""The Kafka calls the source and the job make besides reading: metadata, watermarks, group commits.
 
-A thin wrapper over one confluent-kafka Consumer that never subscribes (so it never joins or
-disturbs a consumer group); every failure becomes a `KafkaSourceError` with one readable sentence.
+A thin wrapper over a confluent-kafka AdminClient: every call has a timeout (a consumer's
+synchronous commit has none and blocks ~45 s without a coordinator; closing a consumer with a
+commit in flight blocks as long), it never joins a consumer group, and every failure becomes a
+`KafkaSourceError` with one readable sentence.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from typing import Any, Final
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ingest.kafka_source.offsets import Offsets
 from ingest.kafka_source.offsets import TopicPartition as TP
@@ -55,6 +65,11 @@ def consumer_config(
     }
 
 
+def admin_config(bootstrap_servers: str, options: Mapping[str, str]) -> dict[str, Any]:
+    """The user's settings (SASL/SSL, ...) for an admin client; consumer-only ones it ignores."""
+    return {"log_level": 3, **options, "bootstrap.servers": bootstrap_servers}
+
+
 def describe(exc: BaseException) -> str:
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return str(exc.args[0].str())
@@ -62,30 +77,39 @@ def describe(exc: BaseException) -> str:
 
 
 class KafkaAdmin:
-    """Metadata, watermarks and consumer-group commits through one non-subscribing consumer."""
+    """Metadata, watermarks and the offsets of consumer group ``group_id``."""
 
-    def __init__(self, config: Mapping[str, Any], timeout_s: float) -> None:
-        self._config = dict(config)
+    def __init__(
+        self, bootstrap_servers: str, options: Mapping[str, str], group_id: str, timeout_s: float
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.group_id = group_id
+        self._config = admin_config(bootstrap_servers, options)
         self._timeout_s = timeout_s
-        self._consumer: Consumer | None = None
+        self._client: AdminClient | None = None
         self._closed = False
 
-    @property
-    def bootstrap_servers(self) -> str:
-        return str(self._config["bootstrap.servers"])
-
-    def _client(self) -> Consumer:
+    def _admin(self) -> AdminClient:
         if self._closed:
             # A late caller (an asynchronous listener) must not resurrect a client nobody closes.
             raise KafkaSourceError("the Kafka client was already closed")
-        if self._consumer is None:
-            self._consumer = Consumer(self._config)
-        return self._consumer
+        if self._client is None:
+            self._client = AdminClient(self._config)
+        return self._client
+
+    def _result(self, future: Future[Any], what: str) -> Any:
+        try:
+            return future.result(timeout=self._timeout_s + 1)
+        except KafkaException as exc:
+            raise KafkaSourceError(f"{what} ({describe(exc)})") from exc
+        except TimeoutError as exc:
+            raise KafkaSourceError(f"{what} (no answer within {self._timeout_s:g} s)") from exc
 
     def partitions(self, topic: str) -> list[int]:
         """The topic's partition ids; a clear error if the cluster or the topic is not there."""
         try:
-            metadata = self._client().list_topics(topic, timeout=self._timeout_s)
+            # All topics: asking for one by name may create it (auto.create.topics.enable).
+            metadata = self._admin().list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
             raise KafkaSourceError(
                 f"cannot reach the Kafka cluster at {self.bootstrap_servers} "
@@ -101,57 +125,69 @@ class KafkaAdmin:
         return sorted(found.partitions)
 
     def watermarks(self, tps: Iterable[TP]) -> tuple[Offsets, Offsets]:
-        """(earliest, latest) offsets of each partition. Latest honours isolation.level."""
-        earliest: Offsets = {}
-        latest: Offsets = {}
-        client = self._client()
-        for topic, partition in tps:
-            try:
-                low, high = client.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=self._timeout_s, cached=False
+        """(earliest, latest) offsets of each partition; latest is the last stable offset, as a
+        read_committed consumer sees it. One ListOffsets round per leader broker and kind."""
+        wanted = [TopicPartition(topic, partition) for topic, partition in tps]
+        found: list[Offsets] = []
+        for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+            futures = self._admin().list_offsets(
+                {tp: spec for tp in wanted},
+                isolation_level=IsolationLevel.READ_COMMITTED,
+                request_timeout=self._timeout_s,
+            )
+            offsets: Offsets = {}
+            for tp, future in futures.items():
+                result = self._result(
+                    future,
+                    f"cannot read the offsets of {tp.topic}-{tp.partition} from "
+                    f"{self.bootstrap_servers} within {self._timeout_s:g} s",
                 )
-            except KafkaException as exc:
-                raise KafkaSourceError(
-                    f"cannot read the offsets of {topic}-{partition} from {self.bootstrap_servers} "
-                    f"within {self._timeout_s:g} s ({describe(exc)})"
-                ) from exc
-            earliest[(topic, partition)] = int(low)
-            latest[(topic, partition)] = int(high)
-        return earliest, latest
+                offsets[(tp.topic, tp.partition)] = int(result.offset)
+            found.append(offsets)
+        return found[0], found[1]
 
     def topic_watermarks(self, topics: Iterable[str]) -> tuple[Offsets, Offsets]:
-        tps = [(topic, p) for topic in topics for p in self.partitions(topic)]
-        return self.watermarks(tps)
+        return self.watermarks([(topic, p) for topic in topics for p in self.partitions(topic)])
 
     def commit(self, offsets: Mapping[TP, int]) -> None:
-        """Synchronously commit ``offsets`` (next offset to read) for this client's group.id."""
+        """Set the group's committed offsets (next offset to read). The group must have no active
+        member, as for any commit from outside the group; the job's group never has one."""
         if not offsets:
             return
-        tps = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
-        try:
-            results = self._client().commit(offsets=tps, asynchronous=False)
-        except KafkaException as exc:
-            raise KafkaSourceError(
-                f"cannot commit offsets for group {self._config['group.id']!r} ({describe(exc)})"
-            ) from exc
-        for tp in results or []:
+        request = ConsumerGroupTopicPartitions(
+            self.group_id, [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
+        )
+        futures = self._admin().alter_consumer_group_offsets(
+            [request], request_timeout=self._timeout_s
+        )
+        result = self._result(
+            futures[self.group_id], f"cannot commit offsets for group {self.group_id!r}"
+        )
+        for tp in result.topic_partitions or []:
             if tp.error is not None:
                 raise KafkaSourceError(
-                    f"group {self._config['group.id']!r} rejected the commit of "
-                    f"{tp.topic}-{tp.partition} ({tp.error.str()})"
+                    f"group {self.group_id!r} rejected the commit of {tp.topic}-{tp.partition} "
+                    f"({tp.error.str()})"
                 )
 
     def committed(self, tps: Iterable[TP]) -> Offsets:
         """The group's committed offsets (only partitions that have one)."""
-        wanted = [TopicPartition(t, p) for t, p in tps]
-        try:
-            got = self._client().committed(wanted, timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise KafkaSourceError(f"cannot read committed offsets ({describe(exc)})") from exc
-        return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
+        request = ConsumerGroupTopicPartitions(
+            self.group_id, [TopicPartition(t, p) for t, p in tps]
+        )
+        futures = self._admin().list_consumer_group_offsets(
+            [request], request_timeout=self._timeout_s
+        )
+        result = self._result(
+            futures[self.group_id], f"cannot read the offsets of group {self.group_id!r}"
+        )
+        return {
+            (tp.topic, tp.partition): tp.offset
+            for tp in result.topic_partitions or []
+            if tp.offset >= 0
+        }
 
     def close(self) -> None:
+        """Drop the client (an AdminClient has nothing to flush) and refuse later calls."""
         self._closed = True
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        self._client = None

@@ -100,9 +100,3 @@ class SourceOptions:
 
     def reader_config(self) -> dict[str, Any]:
         return consumer_config(self.bootstrap_servers, self.kafka_options, READER_GROUP)
-
-    def admin_config(self) -> dict[str, Any]:
-        """The planner's client; its group.id is the one commits go to."""
-        return consumer_config(
-            self.bootstrap_servers, self.kafka_options, self.commit_group_id or READER_GROUP
-        )

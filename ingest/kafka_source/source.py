@@ -74,7 +74,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def admin(self) -> KafkaAdmin:
         if self._admin is None:
-            self._admin = KafkaAdmin(self.options.admin_config(), self.options.kafka_timeout_s)
+            options = self.options
+            self._admin = KafkaAdmin(
+                options.bootstrap_servers,
+                options.kafka_options,
+                options.commit_group_id,
+                options.kafka_timeout_s,
+            )
         return self._admin
 
     def _watermarks(self) -> tuple[Offsets, Offsets]:

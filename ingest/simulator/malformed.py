@@ -82,6 +82,10 @@ class FaultInjector:
         self._malformed = 0
         self._duplicates = 0
 
+    def total_for(self, valid: int) -> int:
+        """Messages in a stream of `valid` readings once faults are added (from the start)."""
+        return valid + _owed(valid, self._malformed_per_valid) + _owed(valid, self._duplicate_ratio)
+
     @property
     def active(self) -> bool:
         return self._malformed_per_valid > 0 or self._duplicate_ratio > 0
@@ -94,9 +98,8 @@ class FaultInjector:
         for message in messages:
             out.append(message)
             self._valid += 1
-            # From the running total, not by adding r each time: float sums drift.
-            malformed_due = math.floor(self._valid * self._malformed_per_valid + 1e-9)
-            duplicate_due = math.floor(self._valid * self._duplicate_ratio + 1e-9)
+            malformed_due = _owed(self._valid, self._malformed_per_valid)
+            duplicate_due = _owed(self._valid, self._duplicate_ratio)
             if malformed_due == self._malformed and duplicate_due == self._duplicates:
                 continue
             key, value, _tag, ts = message
@@ -113,6 +116,11 @@ class FaultInjector:
                 late = ts - ts % PERIOD_SECONDS + MAX_DELAY_SECONDS
                 corrections.append((key, _corrected(record, late), DUPLICATE_TAG, late))
         return out + corrections
+
+
+def _owed(valid: int, per_valid: float) -> int:
+    """Faults owed after `valid` readings: from the running total, since summing r drifts."""
+    return math.floor(valid * per_valid + 1e-9)
 
 
 def _corrected(record: Record, ts: int) -> bytes:

@@ -32,7 +32,6 @@ valid_total + duplicates + malformed_total; `failed` are messages whose delivery
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from dataclasses import dataclass, field
@@ -67,10 +66,6 @@ class MeterRange:
 def meter_range(count: int, prefix: str = "UY") -> MeterRange:
     """Ids UY000001…: six digits, more when the count needs them."""
     return MeterRange(count=count, prefix=prefix, width=max(6, len(str(count))))
-
-
-def _utc_text(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass

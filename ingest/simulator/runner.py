@@ -101,6 +101,8 @@ class Runner:
         self._state = state
         self._injector = injector
         self._limiter = RateLimiter(rate)
+        # Small chunks under a low rate limit, so messages flow evenly instead of in bursts.
+        self._chunk = min(_CHUNK, max(1, int(rate / 10))) if rate > 0 else _CHUNK
         self.stop = stop or threading.Event()
         self._traits = MeterTraits.draw(meters.count, seed)
         self._day: DayReadings | None = None
@@ -118,10 +120,10 @@ class Runner:
     def _send(self, messages: list[Message], progress: tqdm[None]) -> int:
         """Send in chunks until done or stopped; return how many were handed to the producer."""
         sent = 0
-        for start in range(0, len(messages), _CHUNK):
+        for start in range(0, len(messages), self._chunk):
             if self.stop.is_set():
                 break
-            chunk = messages[start : start + _CHUNK]
+            chunk = messages[start : start + self._chunk]
             self._limiter.acquire(len(chunk))
             callback = self._tally.callback
             for key, value, tag, _ts in chunk:
@@ -136,8 +138,9 @@ class Runner:
         return sent
 
     def backfill(self, start_date: dt.date, days: int) -> None:
-        per_day = self._meters.count * len(MAGNITUDES) * len(PERIODS)
-        with tqdm(total=per_day * days, unit="msg", unit_scale=True, disable=None) as progress:
+        valid = self._meters.count * len(MAGNITUDES) * len(PERIODS) * days
+        total = self._injector.total_for(valid)
+        with tqdm(total=total, unit="msg", unit_scale=True, disable=None) as progress:
             for offset in range(days):
                 day = start_date + dt.timedelta(days=offset)
                 log.info("backfilling %s", day)

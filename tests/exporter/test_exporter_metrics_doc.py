@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
-from pathlib import Path
 from types import MappingProxyType
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collectors import render, render_probe
 from exporter.exposition import text
@@ -16,20 +12,11 @@ from exporter.probe.tracker import LatencyTracker, ProbeStats
 from exporter.state import derive
 from tests.conftest import SCENARIOS
 from tests.exporter.recorded import snapshot, state
+from tests.metrics_doc import Families, documented
+from tests.metrics_doc import served as served_families
 
-DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
-_ROW = re.compile(r"^\| `(?P<name>[a-z_:]+)` \| (?P<type>\w+) \| (?P<labels>[^|]+) \|")
-
-
-def documented() -> dict[str, tuple[str, frozenset[str]]]:
-    families: dict[str, tuple[str, frozenset[str]]] = {}
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        m = _ROW.match(line)
-        if m:
-            assert m["name"] not in families, f"{m['name']} is listed twice"
-            labels = frozenset(re.findall(r"`([a-z_]+)`", m["labels"]))
-            families[m["name"]] = (m["type"], labels)
-    return families
+# Families the exporter serves; the ingest job and simulator check their own sections.
+EXPORTER_PREFIXES = ("kafka_", "vigia_exporter_", "vigia_probe_")
 
 
 def probe_stats() -> ProbeStats:
@@ -42,7 +29,7 @@ def probe_stats() -> ProbeStats:
     return tracker.stats()
 
 
-def served() -> dict[str, tuple[str, frozenset[str]]]:
+def served() -> Families:
     """Every family from every recorded scenario, a collection with phase timings, and the probe
     both disabled and running."""
     timed = replace(
@@ -50,24 +37,17 @@ def served() -> dict[str, tuple[str, frozenset[str]]]:
     )
     texts = [render(state(s)) for s in SCENARIOS] + [render(derive(None, timed)), render(None)]
     texts += [render_probe(None), text(ProbeCollector(probe_stats, lambda: "running").collect())]
-    families: dict[str, tuple[str, set[str]]] = {}
-    for exposition in texts:
-        for f in text_string_to_metric_families(exposition):
-            name = f"{f.name}_total" if f.type == "counter" else f.name
-            _, labels = families.setdefault(name, (f.type, set()))
-            for s in f.samples:
-                labels.update(k for k in s.labels if not (f.type == "histogram" and k == "le"))
-    return {name: (t, frozenset(labels)) for name, (t, labels) in families.items()}
+    return served_families(texts)
 
 
 def test_every_served_family_is_documented_and_every_documented_one_served() -> None:
-    doc, code = documented(), served()
+    doc, code = documented(EXPORTER_PREFIXES), served()
     assert len(doc) > 30
     assert sorted(code.keys() - doc.keys()) == [], "served but missing from docs/metrics.md"
     assert sorted(doc.keys() - code.keys()) == [], "documented but not served"
 
 
 def test_documented_types_and_labels_match_the_code() -> None:
-    doc, code = documented(), served()
+    doc, code = documented(EXPORTER_PREFIXES), served()
     mismatches = {name: (doc[name], code[name]) for name in doc if doc[name] != code.get(name)}
     assert mismatches == {}

@@ -29,7 +29,7 @@ from ingest.cli import build_parser
 from ingest.completeness import main_completeness
 from ingest.config import IngestConfig
 from ingest.job import IngestJob, preflight_kafka, run_job, serve_metrics
-from ingest.kafka_source.adapter import KafkaAdmin, consumer_config
+from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS, REASONS
 from ingest.simulator.manifest import Manifest
@@ -96,7 +96,7 @@ def distinct_keys(table: pa.Table) -> int:
 
 
 def committed(cluster: MockCluster, group: str = "vigia-ingest") -> dict[tuple[str, int], int]:
-    admin = KafkaAdmin(consumer_config(cluster.bootstrap_servers, {}, group), 10)
+    admin = KafkaAdmin(cluster.bootstrap_servers, {}, group, 10)
     try:
         _, latest = admin.topic_watermarks([TOPIC])
         assert sum(latest.values()) > 0
@@ -106,7 +106,7 @@ def committed(cluster: MockCluster, group: str = "vigia-ingest") -> dict[tuple[s
 
 
 def latest_offsets(cluster: MockCluster) -> dict[tuple[str, int], int]:
-    admin = KafkaAdmin(consumer_config(cluster.bootstrap_servers, {}, "x"), 10)
+    admin = KafkaAdmin(cluster.bootstrap_servers, {}, "x", 10)
     try:
         return admin.topic_watermarks([TOPIC])[1]
     finally:
@@ -352,11 +352,10 @@ def test_losing_the_cluster_mid_run_stops_with_one_sentence(
         holder.clear()  # the last reference: librdkafka shuts the mock brokers down
         gc.collect()
 
+    started = time.monotonic()
     when_a_batch_is_done(tmp_path / "checkpoint", lose_the_cluster)
     caplog.set_level(logging.ERROR)
-    started = time.monotonic()
     assert run_job(config, spark) == 1
-    print("LOST", time.monotonic() - started, [r.getMessage() for r in caplog.records])
     assert time.monotonic() - started < 240
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1

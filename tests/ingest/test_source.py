@@ -48,7 +48,7 @@ def rows(batches: Iterator[pa.RecordBatch]) -> pa.Table:
 
 
 def admin(cluster: MockCluster, group: str = "vigia-ingest") -> KafkaAdmin:
-    return KafkaAdmin(consumer_config(cluster.bootstrap_servers, {}, group), timeout_s=5)
+    return KafkaAdmin(cluster.bootstrap_servers, {}, group, timeout_s=5)
 
 
 def test_read_range_steps_over_transaction_markers_without_waiting(
@@ -206,7 +206,7 @@ def test_admin_says_which_topic_is_missing(mock_cluster: MockCluster) -> None:
 
 
 def test_admin_says_the_cluster_is_unreachable() -> None:
-    unreachable = KafkaAdmin(consumer_config("127.0.0.1:1", {}, "g"), timeout_s=1)
+    unreachable = KafkaAdmin("127.0.0.1:1", {}, "g", timeout_s=1)
     with pytest.raises(KafkaSourceError, match=r"cannot reach the Kafka cluster at 127.0.0.1:1"):
         unreachable.partitions(TOPIC)
 
@@ -230,7 +230,7 @@ def test_source_options() -> None:
     assert config["security.protocol"] == "SASL_SSL"
     assert config["sasl.username"] == "vigia"
     assert config["bootstrap.servers"] == "b:9092"
-    assert options.admin_config()["group.id"] == "vigia-ingest"
+    assert options.commit_group_id == "vigia-ingest"
 
 
 @pytest.mark.parametrize(

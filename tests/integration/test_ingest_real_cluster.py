@@ -25,7 +25,7 @@ from ingest.cli import build_parser
 from ingest.completeness import main_completeness
 from ingest.config import IngestConfig
 from ingest.job import IngestJob, preflight_kafka
-from ingest.kafka_source.adapter import KafkaAdmin, consumer_config
+from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.ingest.conftest import backfill, spark, utc_day  # noqa: F401
@@ -104,7 +104,7 @@ def test_ingest_end_to_end_on_a_real_cluster(
         {reason: n for reason, n in manifest.malformed.items() if n}
     )
 
-    admin = KafkaAdmin(consumer_config(real_kafka_bootstrap, options, topic), 30)
+    admin = KafkaAdmin(real_kafka_bootstrap, options, topic, 30)
     try:
         _, latest = admin.topic_watermarks([topic])
         assert admin.committed(latest) == latest  # the group shows lag 0 after the run

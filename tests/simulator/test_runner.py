@@ -83,7 +83,8 @@ def test_backfill_sends_whole_days_once_and_counts_deliveries() -> None:
     assert manifest.duplicates == 2 * per_day * 4 // 100
     assert manifest.malformed_total == 2 * per_day * 4 * 2 // 98
     assert set(manifest.malformed) == {r.value for r in REASONS}
-    assert manifest.produced == len(sink.sent)
+    expected_total = FaultInjector(0.02, 0.01).total_for(2 * per_day * 4)
+    assert manifest.produced == len(sink.sent) == expected_total
     assert manifest.failed == 0
     assert state.last_sent_ts == runner.last_ts
     assert runner.first_ts is not None and runner.last_ts is not None
