@@ -19,10 +19,12 @@ Goals (issue 4): kafka ≥ 250,000 measures/s on 2 cores and ≥ 70 % of rate.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from ingest.job import (
     build_spark,
     observed_stream,
     preflight_kafka,
+    read_stream,
     start_query,
 )
 from ingest.metrics import IngestMetrics
@@ -151,9 +154,13 @@ def steady_state(name: str, progress: list[dict[str, Any]]) -> Result:
     )
 
 
-def run_kafka(spark: SparkSession, args: argparse.Namespace, work: Path) -> Result:
-    import json
+def noop_writer(frame: DataFrame, batch_id: int) -> None:
+    """Reads every row and does nothing with it: the cost of the source alone."""
+    frame.write.format("noop").mode("overwrite").save()
 
+
+def run_kafka(spark: SparkSession, args: argparse.Namespace, work: Path) -> tuple[Result, Result]:
+    """(the job's pipeline, the source alone), over the same messages, round after round."""
     cluster = None
     servers = args.bootstrap_servers
     if not servers:
@@ -173,22 +180,36 @@ def run_kafka(spark: SparkSession, args: argparse.Namespace, work: Path) -> Resu
         metrics_port=0,
         spark_master=args.spark_master,
     )
-    progress: list[dict[str, Any]] = []
+    source_only = replace(
+        config,
+        checkpoint=str(work / "kafka-source" / "checkpoint"),
+        query_name="vigia-bench-source",
+        group_id="",
+    )
+    pipeline: list[dict[str, Any]] = []
+    source: list[dict[str, Any]] = []
     per_round = args.rows_per_batch * args.batches_per_round
     for round_number in range(args.rounds):
         produce(spark, servers, args.topic, round_number * per_round, per_round)
         job = IngestJob(spark, config, IngestMetrics(config.query_name), preflight_kafka(config))
         job.run()
         assert job.query is not None
-        progress.extend(json.loads(p.json) for p in job.query.recentProgress)
-        log.info("kafka round %d: %d batches", round_number + 1, len(job.query.recentProgress))
+        pipeline.extend(json.loads(p.json) for p in job.query.recentProgress)
+        query = start_query(read_stream(spark, source_only), source_only, noop_writer)
+        query.awaitTermination()
+        source.extend(json.loads(p.json) for p in query.recentProgress)
+        log.info("kafka round %d of %d done", round_number + 1, args.rounds)
     del cluster
-    return steady_state("kafka (vigia-kafka) → validation → Parquet", progress)
+    return (
+        steady_state("kafka (vigia-kafka) → validation → Parquet", pipeline),
+        steady_state("  kafka source alone (noop sink)", source),
+    )
 
 
-def run_rate(spark: SparkSession, args: argparse.Namespace, work: Path) -> Result:
-    import json
-
+def run_rate(
+    spark: SparkSession, args: argparse.Namespace, work: Path, *, pipeline: bool
+) -> Result:
+    """rate-micro-batch → the same Kafka-shaped rows → the job's pipeline (or a noop sink)."""
     batches = args.rounds * args.batches_per_round
     raw = (
         spark.readStream.format("rate-micro-batch")
@@ -197,36 +218,49 @@ def run_rate(spark: SparkSession, args: argparse.Namespace, work: Path) -> Resul
         .load()
         .select(F.col("value").alias("n"))
     )
+    name = "rate" if pipeline else "rate-source"
     config = IngestConfig(
         bootstrap_servers="unused",
-        output=str(work / "rate" / "measure"),
-        quarantine=str(work / "rate" / "quarantine"),
-        checkpoint=str(work / "rate" / "checkpoint"),
+        output=str(work / name / "measure"),
+        quarantine=str(work / name / "quarantine"),
+        checkpoint=str(work / name / "checkpoint"),
         trigger_interval=0.001,
         metrics_port=0,
-        query_name="vigia-ingest-rate",
+        query_name=f"vigia-bench-{name}",
     )
-    writer = BatchWriter(
-        ExactlyOnceSink(spark, config.checkpoint), config, IngestMetrics(config.query_name)
-    )
-    query = start_query(observed_stream(kafka_rows(raw, args.topic)), config, writer)
+    rows = kafka_rows(raw, args.topic)
+    work_on: Callable[[DataFrame, int], None] = noop_writer
+    if pipeline:
+        rows = observed_stream(rows)
+        work_on = BatchWriter(
+            ExactlyOnceSink(spark, config.checkpoint), config, IngestMetrics(config.query_name)
+        )
+
+    def writer(frame: DataFrame, batch_id: int) -> None:
+        # Batches past the last measured one do nothing, so that stopping the query interrupts
+        # no real work (an interrupted write fills stderr with stack traces).
+        if batch_id <= batches:
+            work_on(frame, batch_id)
+
+    query = start_query(rows, config, writer)
     try:
-        with tqdm(total=batches + 1, desc="rate batches", leave=False) as bar:
+        with tqdm(total=batches + 1, desc=f"{name} batches", leave=False) as bar:
             done = 0
-            while done < batches + 1:
+            while done < batches + 2:
                 query.awaitTermination(1)
                 if query.exception() is not None:
                     raise RuntimeError(str(query.exception()))
                 last = query.lastProgress
                 finished = last.batchId + 1 if last is not None else 0
-                bar.update(finished - done)
+                bar.update(min(finished, batches + 1) - min(done, batches + 1))
                 done = finished
     finally:
         query.stop()
-    return steady_state(
-        "rate-micro-batch → validation → Parquet",
-        [json.loads(p.json) for p in query.recentProgress],
-    )
+    progress = [json.loads(p.json) for p in query.recentProgress]
+    progress = [p for p in progress if p["batchId"] <= batches]
+    if pipeline:
+        return steady_state("rate-micro-batch → validation → Parquet", progress)
+    return steady_state("  rate-micro-batch + JSON build alone (noop)", progress)
 
 
 def run_pyarrow(spark: SparkSession, args: argparse.Namespace, work: Path) -> Result:
@@ -253,13 +287,14 @@ def run_pyarrow(spark: SparkSession, args: argparse.Namespace, work: Path) -> Re
     )
 
 
-def report(results: list[Result], native: Result, kafka: Result) -> str:
+def report(rows: list[tuple[Result, Result]], native: Result, kafka: Result) -> str:
+    """One line per result, with its rate relative to the reference given with it."""
     lines = [
         f"{'pipeline':<48} {'rows':>10} {'seconds':>8} {'rows/s':>10} {'vs rate':>8}",
         "-" * 88,
     ]
-    for result in results:
-        share = result.rate / native.rate if native.rate else 0.0
+    for result, reference in rows:
+        share = result.rate / reference.rate if reference.rate else 0.0
         lines.append(
             f"{result.name:<48} {result.rows:>10,} {result.seconds:>8.2f} "
             f"{result.rate:>10,.0f} {share:>8.0%}"
@@ -280,12 +315,13 @@ def main() -> None:
     parser.add_argument("--bootstrap-servers", help="a real cluster (default: in-process mock)")
     parser.add_argument("--topic", default="measure", help="topic to fill and read (measure)")
     parser.add_argument("--rows-per-batch", type=int, default=250_000)
-    parser.add_argument("--batches-per-round", type=int, default=4, help="batches per production")
+    parser.add_argument("--batches-per-round", type=int, default=2, help="batches per production")
     parser.add_argument(
         "--rounds",
         type=int,
-        default=2,
-        help="produce, then drain, this many times (the mock broker keeps ~1 M lz4 messages)",
+        default=4,
+        help="produce, then drain, this many times (the mock broker keeps ~200 k lz4 messages "
+        "per partition, so a round must stay well below ~800 k)",
     )
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--work-dir", help="keep the outputs here instead of a temporary dir")
@@ -299,14 +335,28 @@ def main() -> None:
     )
     spark.conf.set("spark.sql.shuffle.partitions", str(PARTITIONS))
     try:
-        native = run_rate(spark, args, work)
-        kafka = run_kafka(spark, args, work)
+        native = run_rate(spark, args, work, pipeline=True)
+        log.info("rate: %s rows/s over %d batches", f"{native.rate:,.0f}", len(native.batch_rows))
+        native_source = run_rate(spark, args, work, pipeline=False)
+        kafka, kafka_source = run_kafka(spark, args, work)
+        log.info("kafka: %s rows/s over %d batches", f"{kafka.rate:,.0f}", len(kafka.batch_rows))
         ceiling = run_pyarrow(spark, args, work)
     finally:
         spark.stop()
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
-    log.info("results:\n%s", report([kafka, native, ceiling], native, kafka))
+    table = report(
+        [
+            (kafka, native),
+            (native, native),
+            (kafka_source, native_source),
+            (native_source, native_source),
+            (ceiling, native),
+        ],
+        native,
+        kafka,
+    )
+    log.info("results (%s rows per batch):\n%s", f"{args.rows_per_batch:,}", table)
 
 
 if __name__ == "__main__":

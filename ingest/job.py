@@ -21,13 +21,14 @@ The group's offsets are for monitoring only: the job restarts from its checkpoin
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
 import re
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any, Final
 from wsgiref.simple_server import WSGIServer
@@ -230,7 +231,9 @@ class GroupCommitListener(StreamingQueryListener):
         pass
 
 
-def stored_day_counts(spark: SparkSession, sink: ExactlyOnceSink, output: str) -> dict[Any, int]:
+def stored_day_counts(
+    spark: SparkSession, sink: ExactlyOnceSink, output: str
+) -> dict[dt.date, int]:
     """Rows stored per measure date in the metrics window (seeds vigia_ingest_day_measures)."""
     if not sink.fs.list_files(output):
         return {}
@@ -247,11 +250,13 @@ def stored_day_counts(spark: SparkSession, sink: ExactlyOnceSink, output: str) -
 
 
 def failure_sentence(exc: BaseException) -> str:
-    """The one sentence to print for a failed query: ours when the source raised it."""
+    """The one sentence to print for a failed query: ours when the source or the sink raised it
+    (Spark wraps it, traceback and all, in its own error)."""
     text = str(exc)
-    match = re.search(re.escape(ERROR_MARKER) + r": (.+)", text)
-    if match:
-        return match.group(1).strip()
+    for pattern in (re.escape(ERROR_MARKER) + r": (.+)", r"SinkError: (.+)"):
+        match = re.search(pattern, text)
+        if match:
+            return match.group(1).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
 
@@ -265,7 +270,9 @@ def preflight_kafka(config: IngestConfig) -> KafkaAdmin:
     return admin
 
 
-def start_query(stream: DataFrame, config: IngestConfig, writer: BatchWriter) -> StreamingQuery:
+def start_query(
+    stream: DataFrame, config: IngestConfig, writer: Callable[[DataFrame, int], None]
+) -> StreamingQuery:
     """Run ``stream`` (see `observed_stream`) through ``writer`` on the configured trigger."""
     query = (
         stream.writeStream.queryName(config.query_name)
@@ -291,11 +298,18 @@ class IngestJob:
         self.metrics = metrics
         self.admin = admin
         self._stop = threading.Event()
+        self._stop_now = threading.Event()
         self.query: StreamingQuery | None = None
 
     def request_stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
-        log.info("stopping after the current batch is interrupted (signal %s)", signum)
-        self._stop.set()
+        """First signal: stop once the running batch is done; second: stop now (the batch is
+        then redone on the next start, which the sink makes harmless)."""
+        if self._stop.is_set():
+            log.info("stopping now (signal %s)", signum)
+            self._stop_now.set()
+        else:
+            log.info("stopping after the current batch (signal %s; again to stop now)", signum)
+            self._stop.set()
 
     def run(self) -> None:
         """Run until the query ends (available-now) or a stop is requested; raise JobError on
@@ -354,7 +368,9 @@ class IngestJob:
         # Poll rather than block: a signal handler cannot safely call into the JVM while the main
         # thread sits inside a py4j call.
         while not query.awaitTermination(1):
-            if self._stop.is_set():
+            if self._stop_now.is_set() or (
+                self._stop.is_set() and not query.status["isTriggerActive"]
+            ):
                 query.stop()
                 break
         exc = query.exception()

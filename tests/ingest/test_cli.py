@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from ingest.cli import main
 from ingest.config import IngestConfig
-from ingest.job import run_job
+from ingest.job import failure_sentence, run_job
 from tests.conftest import MockCluster
 from tests.ingest.conftest import create_topic
 
@@ -117,3 +117,28 @@ def test_unwritable_output_fails_with_one_sentence(
         "Spark's built-in Kafka source is not on the classpath (the spark-sql-kafka-0-10 "
         "package); use --source python-kafka"
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        (
+            "[STREAM_FAILED] Query [id = 1] terminated with exception: Traceback (most recent call "
+            'last):\n  File "source.py", line 9\ningest.kafka_source.adapter.KafkaSourceError: '
+            "VIGIA_KAFKA_SOURCE_ERROR: data loss: measure-0: offsets [0, 5) are no longer "
+            "available (retention)\n\tat org.apache.spark.Foo(Foo.scala:1)",
+            "data loss: measure-0: offsets [0, 5) are no longer available (retention)",
+        ),
+        (
+            "[FOREACH_BATCH_USER_FUNCTION_ERROR] ...\ningest.sinks.SinkError: could not move a "
+            "to b\n\tat org.apache.spark.Foo(Foo.scala:1)",
+            "could not move a to b",
+        ),
+        (
+            "\n  [STREAM_FAILED] something Spark-internal\n\tat x",
+            "[STREAM_FAILED] something Spark-internal",
+        ),
+    ],
+)
+def test_failure_sentence_finds_ours_in_sparks_wrapping(text: str, sentence: str) -> None:
+    assert failure_sentence(RuntimeError(text)) == sentence
