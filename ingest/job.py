@@ -405,7 +405,10 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     except KafkaSourceError as exc:
         log.error("%s", exc.sentence)
         return EXIT_FAILED
-    metrics = IngestMetrics(config.query_name)
+    metrics = IngestMetrics(
+        config.query_name,
+        trigger_interval=None if config.available_now else config.trigger_interval,
+    )
     try:
         server = serve_metrics(config, metrics)
     except JobError as exc:

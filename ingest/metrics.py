@@ -133,9 +133,17 @@ def utc_today(clock: Callable[[], float] = time.time) -> dt.date:
 class IngestMetrics(Collector):
     """Thread-safe totals fed by the listener and the sink; a prometheus-client collector."""
 
-    def __init__(self, query: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        query: str,
+        clock: Callable[[], float] = time.time,
+        trigger_interval: float | None = None,
+    ) -> None:
+        """``trigger_interval``: the configured seconds between batches (None for available-now
+        runs), exposed so boards can tell a slow batch from a long trigger."""
         self.query = query
         self._clock = clock
+        self._trigger_interval = trigger_interval
         self._lock = threading.Condition()
         self._active = False
         self._batches = 0
@@ -226,6 +234,11 @@ class IngestMetrics(Collector):
         last = self._last
         yield gauge(
             "vigia_ingest_query_active", "1 while the streaming query runs.", float(self._active)
+        )
+        yield gauge(
+            "vigia_ingest_trigger_interval_seconds",
+            "Configured time between micro-batches (no sample for an available-now run).",
+            self._trigger_interval,
         )
         yield counter("vigia_ingest_batches_total", "Completed micro-batches.", self._batches)
         yield counter("vigia_ingest_input_rows_total", "Kafka messages read.", self._input_rows)

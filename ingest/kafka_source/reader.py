@@ -82,7 +82,7 @@ def read_range(
             if fail_on_data_loss:
                 raise KafkaSourceError(
                     f"data loss: {loss.describe()}; "
-                    "restart with --no-fail-on-data-loss to skip them"
+                    "failOnDataLoss=false (vigia-ingest: --no-fail-on-data-loss) skips them"
                 )
             log.warning("skipping lost offsets: %s", loss.describe())
         if todo.size == 0:

@@ -2,19 +2,21 @@
 
 Spark drives it from two kinds of Python processes:
 - one long-lived planner worker per query runs `KafkaStreamReader`'s offset methods
-  (initialOffset, latestOffset, partitions, commit, reportLatestOffset) and keeps one
-  non-subscribing consumer (`KafkaAdmin`) for metadata, watermarks and group commits;
+  (initialOffset, latestOffset, partitions, commit, reportLatestOffset) with one admin client
+  (`KafkaAdmin`) for metadata, watermarks and group commits;
 - Spark tasks run `read()` on a pickled copy, one task per Kafka partition with data in the batch.
 
 Offsets are ``{topic: {partition: next offset}}`` dicts that Spark writes to the checkpoint's offset
 log before a batch runs, so a restarted query replays exactly the ranges it had planned.
 
-`commit(end)` is how Spark tells a source a batch is done: MicroBatchExecution calls it while
-constructing the *next* batch, after the previous batch's sink and commit log completed. The reader
-then commits ``end`` to the consumer group (``commitGroupId``, default vigia-ingest) so the
-exporter, Burrow and kafka-consumer-groups show the job's lag. Because the final batch of a run
-gets no such call, the job also commits the last completed batch's end offsets when it stops
-(`ingest.job`), through the same `KafkaAdmin.commit`.
+`commit(end)` is how Spark tells a source a batch is done. MicroBatchExecution calls it while
+constructing the *next* batch (the walCommit step), with the previous batch's end offsets, i.e.
+after that batch's sink and commit log completed; the last batch of a run never gets the call
+(checked with pyspark 4.3: an available-now run over three batches committed the end of the
+second). The reader then commits ``end`` to the consumer group (``commitGroupId``, default
+vigia-ingest) so the exporter, Burrow and kafka-consumer-groups show the lag of anyone using the
+source. The ingest job does not wait for it: it commits each batch's end as soon as the batch is
+done (`ingest.job.GroupCommitListener`), through the same `KafkaAdmin.commit`.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for loss in losses:
             if self.options.fail_on_data_loss:
                 raise KafkaSourceError(
-                    f"data loss: {loss.describe()}; restart with --no-fail-on-data-loss to go on"
+                    f"data loss: {loss.describe()}; "
+                    "failOnDataLoss=false (vigia-ingest: --no-fail-on-data-loss) goes on"
                 )
             log.warning("data loss, going on: %s", loss.describe())
         return to_json(end)

@@ -40,6 +40,7 @@ pytestmark = pytest.mark.spark
 
 INGEST_FAMILIES = (
     "vigia_ingest_query_active",
+    "vigia_ingest_trigger_interval_seconds",
     "vigia_ingest_batches",
     "vigia_ingest_input_rows",
     "vigia_ingest_valid_rows",

@@ -83,7 +83,7 @@ def test_offsets_given_as_json_text_and_sources_that_are_not_kafka() -> None:
 
 
 def test_the_run_in_metrics() -> None:
-    metrics = IngestMetrics("vigia-ingest", clock=lambda: NOW)
+    metrics = IngestMetrics("vigia-ingest", clock=lambda: NOW, trigger_interval=30.0)
     metrics.seed_days({dt.date(2026, 11, 14): 5, dt.date(2026, 11, 15): 7})
     metrics.query_started()
     for event in RECORDED:
@@ -94,6 +94,7 @@ def test_the_run_in_metrics() -> None:
 
     values = exposed(metrics)
     assert values[("vigia_ingest_query_active", ())] == 1
+    assert values[("vigia_ingest_trigger_interval_seconds", ())] == 30
     assert values[("vigia_ingest_batches_total", ())] == 2
     assert values[("vigia_ingest_input_rows_total", ())] == 23_272
     assert values[("vigia_ingest_valid_rows_total", ())] == 23_030
@@ -135,6 +136,7 @@ def test_families_exist_before_the_first_batch() -> None:
     # Nothing to say yet about rates or freshness: no sample rather than a made-up zero.
     assert "vigia_ingest_input_rows_per_second" not in names
     assert "vigia_ingest_newest_measure_timestamp_seconds" not in names
+    assert "vigia_ingest_trigger_interval_seconds" not in names  # an available-now run
 
 
 def test_wait_for_batch() -> None:

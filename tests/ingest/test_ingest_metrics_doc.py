@@ -1,0 +1,29 @@
+"""docs/metrics.md lists exactly the families the ingest job serves, with their types and labels."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
+from tests.metrics_doc import documented, served
+
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "progress-backlog.json").read_text())
+
+
+def test_ingest_families_match_docs() -> None:
+    metrics = IngestMetrics("vigia-ingest", trigger_interval=30.0)
+    metrics.query_started()
+    for event in RECORDED:
+        metrics.progress(sample_from_progress(event))
+    today = dt.datetime.now(dt.UTC).date()
+    metrics.batch_written(BatchWritten(1, 10, 0, {today: 10}))
+    registry = CollectorRegistry()
+    registry.register(metrics)
+    code = served([generate_latest(registry).decode()])
+    doc = documented(("vigia_ingest_",))
+    assert len(doc) == 16
+    assert code == doc
