@@ -51,6 +51,8 @@ class IngestConfig:
     spark_master: str | None = None
     query_name: str = "vigia-ingest"
     log_level: str = "INFO"
+    # Meters the HES reports for: with it, each closed day's completeness ratio is served.
+    expected_meters: int | None = None
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -95,6 +97,11 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
         "Spark master URL (default: spark-submit's, else local[*])",
     ),
     "log_level": ("VIGIA_LOG_LEVEL", "logging level"),
+    "expected_meters": (
+        "VIGIA_INGEST_EXPECTED_METERS",
+        "meters the HES reports for; with it /metrics serves each closed day's completeness "
+        "ratio (stored ÷ meters × 96 × magnitudes)",
+    ),
 }
 
 
@@ -203,6 +210,13 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
             raise ConfigError(f"max offsets per trigger {text!r} is not a positive integer")
         max_offsets = int(text)
 
+    expected_meters: int | None = None
+    if "expected_meters" in raw:
+        text = raw["expected_meters"]
+        if not text.isdigit() or int(text) <= 0:
+            raise ConfigError(f"expected meters {text!r} is not a positive integer")
+        expected_meters = int(text)
+
     port_text = raw.get("metrics_port", str(defaults.metrics_port))
     if not port_text.isdigit() or not 0 <= int(port_text) < 65536:
         raise ConfigError(f"metrics port {port_text!r} is not a TCP port (0-65535)")
@@ -247,6 +261,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         kafka_timeout=kafka_timeout,
         spark_master=raw.get("spark_master"),
         log_level=level,
+        expected_meters=expected_meters,
     )
 
 

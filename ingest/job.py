@@ -49,6 +49,7 @@ from ingest.metrics import (
     IngestListener,
     IngestMetrics,
     day_window,
+    expected_measures_per_day,
     sample_from_progress,
     utc_today,
 )
@@ -408,6 +409,7 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     metrics = IngestMetrics(
         config.query_name,
         trigger_interval=None if config.available_now else config.trigger_interval,
+        expected_per_day=expected_measures_per_day(config.expected_meters),
     )
     try:
         server = serve_metrics(config, metrics)

@@ -36,7 +36,7 @@ from prometheus_client.registry import Collector
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from ingest.kafka_source.offsets import Offsets, from_json, offsets_behind
-from ingest.schema import REASONS
+from ingest.schema import MAGNITUDES, PERIODS_PER_DAY, REASONS
 from ingest.transform import OBSERVATION, OBSERVED_NEWEST_TS
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,11 @@ def day_window(today: dt.date) -> list[dt.date]:
     return [today - dt.timedelta(days=back) for back in range(DAY_WINDOW - 1, -1, -1)]
 
 
+def expected_measures_per_day(meters: int | None) -> int | None:
+    """Measures a complete day holds: every meter, every period, every magnitude."""
+    return None if meters is None else meters * PERIODS_PER_DAY * len(MAGNITUDES)
+
+
 def utc_today(clock: Callable[[], float] = time.time) -> dt.date:
     return dt.datetime.fromtimestamp(clock(), dt.UTC).date()
 
@@ -138,12 +143,15 @@ class IngestMetrics(Collector):
         query: str,
         clock: Callable[[], float] = time.time,
         trigger_interval: float | None = None,
+        expected_per_day: int | None = None,
     ) -> None:
         """``trigger_interval``: the configured seconds between batches (None for available-now
-        runs), exposed so boards can tell a slow batch from a long trigger."""
+        runs), exposed so boards can tell a slow batch from a long trigger. ``expected_per_day``:
+        measures a complete day holds (`expected_measures_per_day`); None serves no ratio."""
         self.query = query
         self._clock = clock
         self._trigger_interval = trigger_interval
+        self._expected_per_day = expected_per_day
         self._lock = threading.Condition()
         self._active = False
         self._batches = 0
@@ -315,10 +323,28 @@ class IngestMetrics(Collector):
             f"Rows stored per measure date, for the last {DAY_WINDOW} days (UTC).",
             labels=["query", "measure_date"],
         )
-        for day in day_window(utc_today(self._clock)):
+        today = utc_today(self._clock)
+        for day in day_window(today):
             if day in self._days:
                 days.add_metric([self.query, day.isoformat()], self._days[day])
         yield days
+        ratio = GaugeMetricFamily(
+            "vigia_ingest_day_completeness_ratio",
+            "Rows stored ÷ measures expected (meters × 96 × magnitudes), for closed days of the "
+            f"last {DAY_WINDOW} (UTC) from the first day with stored rows (always yesterday); "
+            "served only when the job knows the meter count (--expected-meters).",
+            labels=["query", "measure_date"],
+        )
+        if self._expected_per_day:
+            closed = day_window(today)[:-1]
+            # Days before the first stored one predate the pipeline: not "incomplete". Yesterday
+            # always counts, so a day with nothing stored at all still shows as 0.
+            first = min((d for d in closed if self._days.get(d)), default=closed[-1])
+            for day in closed:
+                if day >= first:
+                    stored = self._days.get(day, 0)
+                    ratio.add_metric([self.query, day.isoformat()], stored / self._expected_per_day)
+        yield ratio
 
 
 class IngestListener(StreamingQueryListener):

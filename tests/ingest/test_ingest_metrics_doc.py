@@ -15,7 +15,7 @@ RECORDED = json.loads((Path(__file__).parent / "fixtures" / "progress-backlog.js
 
 
 def test_ingest_families_match_docs() -> None:
-    metrics = IngestMetrics("vigia-ingest", trigger_interval=30.0)
+    metrics = IngestMetrics("vigia-ingest", trigger_interval=30.0, expected_per_day=768)
     metrics.query_started()
     for event in RECORDED:
         metrics.progress(sample_from_progress(event))
@@ -25,5 +25,5 @@ def test_ingest_families_match_docs() -> None:
     registry.register(metrics)
     code = served([generate_latest(registry).decode()])
     doc = documented(("vigia_ingest_",))
-    assert len(doc) == 16
+    assert len(doc) == 17
     assert code == doc

@@ -16,6 +16,7 @@ from ingest.metrics import (
     BatchWritten,
     IngestListener,
     IngestMetrics,
+    expected_measures_per_day,
     sample_from_progress,
 )
 
@@ -125,6 +126,38 @@ def test_the_run_in_metrics() -> None:
 
     metrics.query_terminated()
     assert exposed(metrics)[("vigia_ingest_query_active", ())] == 0
+
+
+def _ratios(metrics: IngestMetrics) -> dict[str, float]:
+    return {
+        labels[0][1]: value
+        for (name, labels), value in exposed(metrics).items()
+        if name == "vigia_ingest_day_completeness_ratio"
+    }
+
+
+def test_completeness_ratio_covers_closed_days_since_the_first_stored_one() -> None:
+    per_day = expected_measures_per_day(2)
+    assert per_day == 2 * 96 * 4
+    metrics = IngestMetrics("vigia-ingest", clock=lambda: NOW, expected_per_day=per_day)
+    metrics.seed_days({dt.date(2026, 11, 17): 192, dt.date(2026, 11, 21): 5})
+    metrics.batch_written(BatchWritten(0, 768, 0, {dt.date(2026, 11, 20): 768}))
+    # Today (the 21st) is open; the 15th and 16th predate the first stored day.
+    assert _ratios(metrics) == {
+        "2026-11-17": 0.25,
+        "2026-11-18": 0.0,
+        "2026-11-19": 0.0,
+        "2026-11-20": 1.0,
+    }
+
+
+def test_completeness_ratio_shows_an_empty_yesterday_and_needs_the_meter_count() -> None:
+    assert _ratios(IngestMetrics("q", clock=lambda: NOW, expected_per_day=768)) == {
+        "2026-11-20": 0.0
+    }
+    unknown = IngestMetrics("q", clock=lambda: NOW)
+    unknown.seed_days({dt.date(2026, 11, 20): 768})
+    assert _ratios(unknown) == {}
 
 
 def test_families_exist_before_the_first_batch() -> None:
