@@ -57,6 +57,18 @@ def alert_badge(alerts: list[dict[str, Any]] | Unreachable | None) -> str:
     return f"{len(alerts)} alert{'s' if len(alerts) != 1 else ''} firing"
 
 
+def _filter(what: str, class_name: str) -> dcc.Dropdown:
+    """A multi-select filter the pages share, kept for the browser session."""
+    return dcc.Dropdown(
+        id=f"filter-{what}",
+        multi=True,
+        placeholder=what,
+        className=class_name,
+        persistence=True,
+        persistence_type="session",
+    )
+
+
 def _shell(config: DashboardConfig) -> html.Div:
     nav = [
         dcc.Link(p.title, href=p.path, id=f"nav-{p.title.lower()}", className="nav-link")
@@ -81,30 +93,9 @@ def _shell(config: DashboardConfig) -> html.Div:
                                 persistence=True,
                                 persistence_type="session",
                             ),
-                            dcc.Dropdown(
-                                id="filter-brokers",
-                                multi=True,
-                                placeholder="brokers",
-                                className="filter",
-                                persistence=True,
-                                persistence_type="session",
-                            ),
-                            dcc.Dropdown(
-                                id="filter-topics",
-                                multi=True,
-                                placeholder="topics",
-                                className="filter filter-wide",
-                                persistence=True,
-                                persistence_type="session",
-                            ),
-                            dcc.Dropdown(
-                                id="filter-groups",
-                                multi=True,
-                                placeholder="groups",
-                                className="filter filter-wide",
-                                persistence=True,
-                                persistence_type="session",
-                            ),
+                            _filter("brokers", "filter"),
+                            _filter("topics", "filter filter-wide"),
+                            _filter("groups", "filter filter-wide"),
                             html.Span(id="status-line", className="status-line"),
                         ],
                         className="controls",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from exporter.state import ExporterState
@@ -23,3 +25,30 @@ class StateCollector(ABC):
 
     @abstractmethod
     def families(self, state: ExporterState) -> Iterator[Metric]: ...
+
+
+# A series' label values, in label order: one value, or a tuple of them (ints become strings).
+LabelKey = str | int | tuple[str | int, ...]
+_Family = TypeVar("_Family", GaugeMetricFamily, CounterMetricFamily)
+_Key = TypeVar("_Key", bound=LabelKey)
+
+
+def _filled(family: _Family, values: Mapping[_Key, float]) -> _Family:
+    for key, value in values.items():
+        parts = key if isinstance(key, tuple) else (key,)
+        family.add_metric([str(part) for part in parts], value)
+    return family
+
+
+def gauge(
+    name: str, documentation: str, labels: list[str], values: Mapping[_Key, float]
+) -> GaugeMetricFamily:
+    """A gauge family with one series per entry of `values`, keyed by label values."""
+    return _filled(GaugeMetricFamily(name, documentation, labels=labels), values)
+
+
+def counter(
+    name: str, documentation: str, labels: list[str], values: Mapping[_Key, float]
+) -> CounterMetricFamily:
+    """A counter family with one series per entry of `values` (name without `_total`)."""
+    return _filled(CounterMetricFamily(name, documentation, labels=labels), values)

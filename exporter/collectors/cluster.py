@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector
+from exporter.collectors.base import StateCollector, gauge
 from exporter.state import ExporterState
 
 
@@ -62,11 +62,9 @@ class ClusterCollector(StateCollector):
         yield follower
         yield preferred
 
-        matrix = GaugeMetricFamily(
+        yield gauge(
             "kafka_topic_broker_leader_partitions",
             "Partitions of this topic led by this broker (brokers holding a replica of the topic).",
-            labels=["topic", "broker"],
+            ["topic", "broker"],
+            state.topic_broker_leaders,
         )
-        for (topic, broker), count in state.topic_broker_leaders.items():
-            matrix.add_metric([topic, str(broker)], count)
-        yield matrix

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector
+from exporter.collectors.base import StateCollector, gauge
 from exporter.state import ExporterState
 
 _GTP = ["consumergroup", "topic", "partition"]
@@ -66,11 +66,9 @@ class ConsumerGroupCollector(StateCollector):
         yield members
         yield info
 
-        consumed = GaugeMetricFamily(
+        yield gauge(
             "kafka_consumergroup_messages_consumed_per_second",
             "Increase of the group's committed offsets per second between collections.",
-            labels=_GT,
+            _GT,
+            state.consumed_rates,
         )
-        for (group, topic), rate in state.consumed_rates.items():
-            consumed.add_metric([group, topic], rate)
-        yield consumed

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector
+from exporter.collectors.base import StateCollector, counter
 from exporter.isr_history import ISR_EXPANDS_HELP, ISR_SHRINKS_HELP, OUT_OF_SYNC_SECONDS_HELP
 from exporter.state import ExporterState
 
@@ -26,15 +26,5 @@ class IsrHistoryCollector(StateCollector):
                     value = seconds.get((topic.name, p.partition, r), 0.0)
                     out_of_sync.add_metric([topic.name, str(p.partition), str(r)], value)
         yield out_of_sync
-        shrinks = CounterMetricFamily(
-            "kafka_broker_isr_shrinks", ISR_SHRINKS_HELP, labels=["broker"]
-        )
-        for broker, count in state.isr_shrinks.items():
-            shrinks.add_metric([str(broker)], count)
-        yield shrinks
-        expands = CounterMetricFamily(
-            "kafka_broker_isr_expands", ISR_EXPANDS_HELP, labels=["broker"]
-        )
-        for broker, count in state.isr_expands.items():
-            expands.add_metric([str(broker)], count)
-        yield expands
+        yield counter("kafka_broker_isr_shrinks", ISR_SHRINKS_HELP, ["broker"], state.isr_shrinks)
+        yield counter("kafka_broker_isr_expands", ISR_EXPANDS_HELP, ["broker"], state.isr_expands)

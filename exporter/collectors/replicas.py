@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector
+from exporter.collectors.base import StateCollector, gauge
 from exporter.state import ExporterState
 
 _TPB = ["topic", "partition", "broker"]
@@ -39,22 +39,18 @@ class ReplicaCollector(StateCollector):
                 size.add_metric([topic_name, str(partition), str(broker_id)], nbytes)
         yield size
 
-        topic_size = GaugeMetricFamily(
+        yield gauge(
             "kafka_topic_size_bytes",
             "Sum of the topic's replica sizes over all brokers that answered DescribeLogDirs.",
-            labels=["topic"],
+            ["topic"],
+            state.topic_size_bytes,
         )
-        for name, total_size in state.topic_size_bytes.items():
-            topic_size.add_metric([name], total_size)
-        yield topic_size
-        leader_size = GaugeMetricFamily(
+        yield gauge(
             "kafka_topic_leader_size_bytes",
             "Sum of the leader replicas' sizes: the topic's logical size.",
-            labels=["topic"],
+            ["topic"],
+            state.topic_leader_size_bytes,
         )
-        for name, logical_size in state.topic_leader_size_bytes.items():
-            leader_size.add_metric([name], logical_size)
-        yield leader_size
 
         used = GaugeMetricFamily(
             "kafka_broker_log_dir_size_bytes",

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector
+from exporter.collectors.base import StateCollector, gauge
 from exporter.state import ExporterState
 
 _TP = ["topic", "partition"]
@@ -67,19 +67,15 @@ class TopicCollector(StateCollector):
         yield from (partitions, current, oldest, leader, replicas, isr, preferred, urp)
         yield from (under_min_isr, offline)
 
-        rate = GaugeMetricFamily(
+        yield gauge(
             "kafka_topic_messages_in_per_second",
             "Messages produced per second: increase of latest offsets / time between collections.",
-            labels=["topic"],
+            ["topic"],
+            state.topic_rates,
         )
-        for topic_name, value in state.topic_rates.items():
-            rate.add_metric([topic_name], value)
-        yield rate
-        broker_rate = GaugeMetricFamily(
+        yield gauge(
             "kafka_broker_topic_messages_in_per_second",
             "Messages produced per second, attributed to each partition's current leader.",
-            labels=["broker", "topic"],
+            ["broker", "topic"],
+            state.broker_topic_rates,
         )
-        for (broker, topic_name), value in state.broker_topic_rates.items():
-            broker_rate.add_metric([str(broker), topic_name], value)
-        yield broker_rate
