@@ -5,17 +5,15 @@
 - The exporter's /api/v1/cluster: a loopback HTTP server serving `replay()`'s cluster JSON (what the
   real exporter pipeline builds from the recordings), switchable between scenarios.
 - Alertmanager (Debian binary `prometheus-alertmanager`), with alerts posted to its API.
-Every process is stopped by its own handle.
+Prometheus and Alertmanager start through tests/servers.py, like the monitoring suite's.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -24,56 +22,14 @@ import httpx
 
 from tests.conftest import free_port
 from tests.dashboard.recorded import cluster_json, openmetrics_history, time_span
-
-PROMETHEUS = shutil.which("prometheus")
-PROMTOOL = shutil.which("promtool")
-ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-
-
-def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"{what} not ready after {timeout:g} s")
-
-
-class Process:
-    """A subprocess with its log file; `stop` terminates exactly this PID."""
-
-    def __init__(self, args: list[str], log_path: Path) -> None:
-        self.args = args
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def log_tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
+from tests.servers import PROMTOOL, Server, start_alertmanager, start_prometheus, wait_until
 
 
 class BackfilledPrometheus:
     """Prometheus holding the recorded history, ending `end_ago` seconds before start-up."""
 
     def __init__(self, workdir: Path, end_ago: float = 20.0) -> None:
-        assert PROMETHEUS and PROMTOOL, "prometheus and promtool binaries are required"
+        assert PROMTOOL, "promtool is required"
         self.workdir = workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -87,33 +43,17 @@ class BackfilledPrometheus:
             check=True,
             capture_output=True,
         )
-        config = workdir / "prometheus.yml"
-        config.write_text("global:\n  scrape_interval: 15s\n", encoding="utf-8")
-        self.process = Process(
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tsdb}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--storage.tsdb.retention.time=30d",
-                "--log.level=warn",
-            ],
-            workdir / "prometheus.log",
-        )
+        self.config = workdir / "prometheus.yml"
+        self.config.write_text("global:\n  scrape_interval: 15s\n", encoding="utf-8")
+        self.tsdb, self.log = tsdb, workdir / "prometheus.log"
+        self.server: Server | None = None
 
     def start(self) -> None:
-        self.process.start()
-        try:
-            wait_until(
-                lambda: httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200,
-                30,
-                "Prometheus",
-            )
-        except TimeoutError as exc:
-            raise TimeoutError(f"{exc}\n{self.process.log_tail()}") from exc
+        self.server = start_prometheus(self.config, self.tsdb, self.log, port=self.port)
 
     def stop(self) -> None:
-        self.process.stop()
+        if self.server:
+            self.server.stop()
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         body = httpx.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=5).json()
@@ -166,37 +106,19 @@ class ClusterJsonServer:
 
 class RealAlertmanager:
     def __init__(self, workdir: Path) -> None:
-        assert ALERTMANAGER, "prometheus-alertmanager binary is required"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = workdir / "alertmanager.yml"
         config.write_text(
             "route:\n  receiver: blackhole\nreceivers:\n  - name: blackhole\n", encoding="utf-8"
         )
-        storage = workdir / "alertmanager"
-        storage.mkdir(exist_ok=True)
-        self.process = Process(
-            [
-                ALERTMANAGER,
-                f"--config.file={config}",
-                f"--storage.path={storage}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--cluster.listen-address=",
-                "--log.level=warn",
-            ],
-            workdir / "alertmanager.log",
-        )
+        self.config = config
+        self.storage = workdir / "alertmanager"
+        self.log = workdir / "alertmanager.log"
+        self.server: Server | None = None
 
     def start(self) -> None:
-        self.process.start()
-        try:
-            wait_until(
-                lambda: httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200,
-                30,
-                "Alertmanager",
-            )
-        except TimeoutError as exc:
-            raise TimeoutError(f"{exc}\n{self.process.log_tail()}") from exc
+        self.server = start_alertmanager(self.config, self.storage, self.log, port=self.port)
 
     def fire(self, name: str, severity: str, summary: str) -> None:
         alert = {
@@ -214,4 +136,5 @@ class RealAlertmanager:
         )
 
     def stop(self) -> None:
-        self.process.stop()
+        if self.server:
+            self.server.stop()

@@ -25,21 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from dashboard.views.common import fmt_seconds
 from tests.conftest import free_port
-from tests.dashboard.backends import (
-    ALERTMANAGER,
-    PROMETHEUS,
-    PROMTOOL,
-    BackfilledPrometheus,
-    ClusterJsonServer,
-    Process,
-    RealAlertmanager,
-    wait_until,
-)
+from tests.dashboard.backends import BackfilledPrometheus, ClusterJsonServer, RealAlertmanager
+from tests.servers import ALERTMANAGER, PROMETHEUS, PROMTOOL, Server, start
 
 pytestmark = [
     pytest.mark.browser,
@@ -85,7 +76,7 @@ class Stack:
     prometheus: BackfilledPrometheus
     exporter: ClusterJsonServer
     alertmanager: RealAlertmanager
-    dashboard: Process
+    dashboard: Server
     url: str
 
 
@@ -96,20 +87,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     exporter = ClusterJsonServer()
     alertmanager = RealAlertmanager(work)
     port = free_port()
-    dashboard = Process(
-        [
-            sys.executable,
-            "-m",
-            "dashboard.cli",
-            f"--prometheus-url={prometheus.url}",
-            f"--exporter-url={exporter.url}",
-            f"--alertmanager-url={alertmanager.url}",
-            f"--refresh-interval={REFRESH}",
-            f"--port={port}",
-        ],
-        work / "dashboard.log",
-    )
-    url = f"http://127.0.0.1:{port}"
+    command = [
+        sys.executable,
+        "-m",
+        "dashboard.cli",
+        f"--prometheus-url={prometheus.url}",
+        f"--exporter-url={exporter.url}",
+        f"--alertmanager-url={alertmanager.url}",
+        f"--refresh-interval={REFRESH}",
+        f"--port={port}",
+    ]
+    dashboard: Server | None = None
     try:
         prometheus.start()
         exporter.start()
@@ -117,13 +105,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         alertmanager.fire(
             TEST_ALERT, "critical", "Newest stored measure is over 1 h old (posted by the test)"
         )
-        dashboard.start()
-        wait_until(
-            lambda: httpx.get(f"{url}/healthz", timeout=1).status_code == 200, 30, "vigia-dashboard"
-        )
-        yield Stack(prometheus, exporter, alertmanager, dashboard, url)
+        dashboard = start("vigia-dashboard", command, port, work / "dashboard.log", "/healthz")
+        yield Stack(prometheus, exporter, alertmanager, dashboard, f"http://127.0.0.1:{port}")
     finally:
-        dashboard.stop()
+        if dashboard:
+            dashboard.stop()
         alertmanager.stop()
         exporter.stop()
         prometheus.stop()

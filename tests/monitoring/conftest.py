@@ -19,20 +19,22 @@ from tests.monitoring.community_7589 import QUERIES as COMMUNITY_QUERIES
 from tests.monitoring.history import History, write_history
 from tests.monitoring.promql import metric_name, selectors
 from tests.monitoring.servers import (
-    MISSING,
-    PROMTOOL,
     RULE_FILES,
     PromAPI,
     Receiver,
-    Server,
     derived_prometheus_config,
     fast_alertmanager_config,
     render_alertmanager_config,
+    webhook_receiver,
+)
+from tests.servers import (
+    MISSING,
+    PROMTOOL,
+    Server,
     run,
     start_alertmanager,
     start_prometheus,
     wait_until,
-    webhook_receiver,
 )
 
 HISTORY_SECONDS = 2 * 3600

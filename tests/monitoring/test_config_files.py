@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.monitoring.servers import AMTOOL, MISSING, PROMETHEUS_DIR, PROMTOOL, REPO, run
+from tests.monitoring.servers import PROMETHEUS_DIR, REPO
+from tests.servers import AMTOOL, MISSING, PROMTOOL, run
 
 pytestmark = [
     pytest.mark.prometheus,

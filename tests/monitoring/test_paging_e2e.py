@@ -23,11 +23,9 @@ from tests.monitoring.servers import (
     PROMETHEUS_DIR,
     PromAPI,
     Receiver,
-    Server,
     derived_prometheus_config,
-    start_prometheus,
-    wait_until,
 )
+from tests.servers import Server, start_prometheus, wait_until
 
 pytestmark = pytest.mark.prometheus
 
