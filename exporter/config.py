@@ -10,7 +10,7 @@ import argparse
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 from common.kafka_config import KafkaOptionError, merged
@@ -44,7 +44,7 @@ class ExporterConfig:
     log_level: str
     lag_status_window: int
     probe: ProbeSettings
-    record_budget: RecordBudget = RecordBudget()
+    record_budget: RecordBudget = field(default_factory=RecordBudget)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,8 +91,7 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
     "--lag-record-timeout": (
         "VIGIA_EXPORTER_LAG_RECORD_TIMEOUT",
         f"{DEFAULT_SECONDS:g}",
-        "seconds one collection may spend reading record timestamps, within "
-        "--collection-timeout",
+        "seconds one collection may spend reading record timestamps, within --collection-timeout",
     ),
     "--probe-topic": (
         "VIGIA_PROBE_TOPIC",

@@ -57,13 +57,13 @@ DEFAULT_MAX_SAMPLES = 256
 DEFAULT_TOLERANCE_SECONDS = 1.0
 
 LAG_SECONDS_HELP = (
-    "Age in seconds of the group's oldest unconsumed message: now minus the timestamp of the record "
-    "at the committed offset where it was read (method record, see "
-    "kafka_consumergroup_lag_seconds_partitions); otherwise now minus the time the committed offset "
-    "was the partition's latest offset, interpolated between the exporter's recorded (time, latest "
-    "offset) samples, or extrapolated from the recorded average rate when the committed offset is "
-    "older than the recorded history. 0 when the lag is 0 messages. Error ≤ one collection "
-    "interval (+1 s history simplification) when interpolated."
+    "Age in seconds of the group's oldest unconsumed message: now minus the timestamp of the "
+    "record at the committed offset where it was read (method record, see "
+    "kafka_consumergroup_lag_seconds_partitions); otherwise now minus the time the committed "
+    "offset was the partition's latest offset, interpolated between the exporter's recorded "
+    "(time, latest offset) samples, or extrapolated from the recorded average rate when the "
+    "committed offset is older than the recorded history. 0 when the lag is 0 messages. Error ≤ "
+    "one collection interval (+1 s history simplification) when interpolated."
 )
 MAX_LAG_SECONDS_HELP = (
     "Maximum over the topic's partitions of kafka_consumergroup_lag_seconds (record timestamps "

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from exporter.snapshot import ClusterSnapshot, RecordTime
 
-RECORD = "record"
-INTERPOLATED = "interpolated"
-EXTRAPOLATED = "extrapolated"
-CAUGHT_UP = "caught_up"
+RECORD: Final = "record"
+INTERPOLATED: Final = "interpolated"
+EXTRAPOLATED: Final = "extrapolated"
+CAUGHT_UP: Final = "caught_up"
 Method = Literal["record", "interpolated", "extrapolated", "caught_up"]
 # The methods counted per group by kafka_consumergroup_lag_seconds_partitions; "unknown" is a
 # partition with lag and no value.
-UNKNOWN = "unknown"
+UNKNOWN: Final = "unknown"
 COUNTED_METHODS = (RECORD, INTERPOLATED, EXTRAPOLATED, UNKNOWN)
 
 TPO = tuple[str, int, int]  # (topic, partition, committed offset)
@@ -106,7 +106,7 @@ def plan_reads(
     """At most `limit` (topic, partition, offset) to read, most useful first (module docstring)."""
     ranks: dict[TPO, tuple[int, float, int]] = {}
     for key, item in lagging.items():
-        group, topic, partition = key
+        _, topic, partition = key
         target = (topic, partition, item.committed)
         if target in known or not readable(item):
             continue

@@ -135,7 +135,9 @@ class RecordTimeReader:
             durations["total"] += elapsed
         return replace(snapshot, record_times=reads, durations=MappingProxyType(durations))
 
-    def read(self, targets: Sequence[TPO], timeout: float) -> tuple[tuple[RecordTime, ...], list[str]]:
+    def read(
+        self, targets: Sequence[TPO], timeout: float
+    ) -> tuple[tuple[RecordTime, ...], list[str]]:
         """The first record at or after each (topic, partition, offset), read within `timeout`;
         the failures as text (a partition missing from both was not answered in time)."""
         if not self._lock.acquire(timeout=timeout):
@@ -200,9 +202,7 @@ class RecordTimeReader:
         if problem == self._last_problem:
             return
         if problem is not None and self._last_problem is None:
-            log.warning(
-                "%s; lag seconds fall back to the offset history (docs/lag.md)", problem
-            )
+            log.warning("%s; lag seconds fall back to the offset history (docs/lag.md)", problem)
         elif problem is None:
             log.info("record timestamps read again; lag seconds use them where read")
         self._last_problem = problem
