@@ -10,14 +10,15 @@ uptime. Reads are budgeted per collection:
   (a record's timestamp never changes, so a read stays valid while C stays), skipping C below the
   earliest offset (deleted by retention: nothing to read), and ranks them: first those the history
   cannot answer (no value or extrapolated at the previous collection), then the oldest by the
-  previous collection's value, then the largest lag in messages.
+  previous collection's value, then the largest lag in messages; those asked for and not answered
+  at the previous read go last, so that failing reads do not starve the others.
 - `merge_record_times` keeps the reads that are still wanted.
 - `combine` gives each group-partition its value and the method that produced it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -102,6 +103,7 @@ def plan_reads(
     previous_seconds: Mapping[GTP, float],
     previous_methods: Mapping[GTP, str],
     limit: int,
+    missed: Set[TPO] = frozenset(),
 ) -> list[TPO]:
     """At most `limit` (topic, partition, offset) to read, most useful first (module docstring)."""
     ranks: dict[TPO, tuple[int, float, int]] = {}
@@ -114,7 +116,7 @@ def plan_reads(
         answered = method is not None and method != EXTRAPOLATED
         age = previous_seconds.get(key, 0.0)
         # Smaller sorts first: unanswered, then older, then more messages behind.
-        rank = (int(answered), -age, -(item.latest - item.committed))
+        rank = (2 if target in missed else int(answered), -age, -(item.latest - item.committed))
         ranks[target] = min(rank, ranks.get(target, rank))
     return sorted(ranks, key=lambda t: (ranks[t], t))[:limit]
 

@@ -82,6 +82,7 @@ class RecordTimeReader:
         self._consumer: Any = None
         self._lock = threading.Lock()
         self._last_problem: str | None = None
+        self._missed: frozenset[TPO] = frozenset()  # asked for and not answered at the last read
 
     def close(self) -> None:
         # Waits for a read in progress, which its own timeout bounds.
@@ -108,6 +109,7 @@ class RecordTimeReader:
             previous.lag_seconds if previous is not None else {},
             previous.lag_seconds_methods if previous is not None else {},
             self.budget.partitions,
+            self._missed,
         )
         if not targets:
             return snapshot
@@ -118,6 +120,9 @@ class RecordTimeReader:
         started = time.monotonic()
         reads, failures = self.read(targets, timeout)
         elapsed = time.monotonic() - started
+        self._missed = frozenset(targets).difference(
+            (r.topic, r.partition, r.offset) for r in reads
+        )
         if not reads and failures:
             self._outcome(f"reading record timestamps failed: {failures[0]}")
         else:

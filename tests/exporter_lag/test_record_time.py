@@ -119,6 +119,13 @@ def test_plan_reads_ranks_what_the_history_cannot_answer_then_the_oldest_then_th
     assert plan_reads(lagging, {}, seconds, methods, 0) == []
 
 
+def test_plan_reads_puts_what_the_last_read_missed_last() -> None:
+    lagging = {("g", "t", p): Lagging(0, 10 * (p + 1), None) for p in range(3)}
+    assert [p for _, p, _ in plan_reads(lagging, {}, {}, {}, 3)] == [2, 1, 0]
+    missed = {("t", 2, 0), ("t", 1, 0)}
+    assert [p for _, p, _ in plan_reads(lagging, {}, {}, {}, 3, missed)] == [0, 2, 1]
+
+
 def test_merge_keeps_reads_while_their_offset_is_committed_and_readable() -> None:
     old = {("t", 0, 10): RecordTime("t", 0, 10, 10, 5), ("t", 1, 3): RecordTime("t", 1, 3, 3, 6)}
     new = [RecordTime("t", 2, 7, 7, 8)]
