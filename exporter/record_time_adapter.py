@@ -155,18 +155,38 @@ class RecordTimeReader:
     def _read(
         self, targets: Sequence[TPO], deadline: float
     ) -> tuple[tuple[RecordTime, ...], list[str]]:
-        wanted = {(t, p): offset for t, p, offset in targets}
-        found: dict[tuple[str, int], RecordTime] = {}
-        failed: dict[tuple[str, int], str] = {}
+        # A partition is assigned once at a time: groups at different offsets of one partition
+        # are read in successive rounds, within the same deadline.
+        rounds: list[dict[tuple[str, int], int]] = []
+        for t, p, offset in targets:
+            free = next((r for r in rounds if (t, p) not in r), None)
+            if free is None:
+                free = {}
+                rounds.append(free)
+            free[(t, p)] = offset
+        reads: list[RecordTime] = []
+        failures: list[str] = []
         try:
             if self._consumer is None:
                 self._consumer = self._factory(self._config)
-            consumer = self._consumer
-            consumer.incremental_assign([TopicPartition(t, p, o) for t, p, o in targets])
         except Exception as exc:
             return (), [error_text(exc)]
+        for wanted in rounds:
+            if time.monotonic() >= deadline:
+                break
+            found, failed = self._round(self._consumer, wanted, deadline)
+            reads.extend(found)
+            failures.extend(failed)
+        return tuple(reads), failures
+
+    def _round(
+        self, consumer: Any, wanted: Mapping[tuple[str, int], int], deadline: float
+    ) -> tuple[list[RecordTime], list[str]]:
+        found: dict[tuple[str, int], RecordTime] = {}
+        failed: dict[tuple[str, int], str] = {}
         general: list[str] = []
         try:
+            consumer.incremental_assign([TopicPartition(t, p, o) for (t, p), o in wanted.items()])
             while len(found) + len(failed) < len(wanted):
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -200,7 +220,7 @@ class RecordTimeReader:
                 consumer.unassign()
             except Exception as exc:
                 general.append(error_text(exc))
-        return tuple(found.values()), [*failed.values(), *general]
+        return list(found.values()), [*failed.values(), *general]
 
     def _outcome(self, problem: str | None) -> None:
         """Logs a state change only: failing (with the first reason) or working again."""
