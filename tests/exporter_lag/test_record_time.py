@@ -3,7 +3,10 @@ and `derive` using them, on hand-made snapshots."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
 
@@ -22,6 +25,8 @@ from exporter.record_time import (
     method_counts,
     plan_reads,
 )
+from exporter.record_time_adapter import RecordTimeReader
+from exporter.service import CollectionService
 from exporter.snapshot import (
     Broker,
     ClusterSnapshot,
@@ -267,3 +272,65 @@ def test_lagging_partitions_are_those_below_the_latest_offset_with_known_ends() 
     snap = _snap(NOW, 100, 50, earliest=3)
     assert lagging_partitions(snap) == {KEY: Lagging(50, 100, 3)}
     assert lagging_partitions(_snap(NOW, 50, 50)) == {}
+
+
+# -- the step in the collection loop ----------------------------------------------------------
+
+
+class _Reader(RecordTimeReader):
+    """The real step (planning, budget, bookkeeping) with `read` answering from a table."""
+
+    def __init__(self, budget: RecordBudget, table: dict[tuple[str, int, int], float]) -> None:
+        super().__init__("unused:9092", {}, budget)
+        self.table = table
+        self.asked: list[list[tuple[str, int, int]]] = []
+
+    def read(
+        self, targets: Sequence[tuple[str, int, int]], timeout: float
+    ) -> tuple[tuple[RecordTime, ...], list[str]]:
+        self.asked.append(list(targets))
+        found = [RecordTime(t, p, o, o, round(self.table[(t, p, o)] * 1000)) for t, p, o in targets]
+        return tuple(found), [] if found else ["t-0: KafkaError TOPIC_AUTHORIZATION_FAILED"]
+
+
+def test_the_step_reads_once_per_offset_and_times_itself() -> None:
+    reader = _Reader(RecordBudget(), {("t", 0, 50): NOW - 2700})
+    service = CollectionService(
+        lambda _: replace(_snap(NOW, 100, 50), durations=MappingProxyType({"total": 0.5})),
+        interval=15,
+        timeout=10,
+        enrich=reader,
+    )
+    first = service.collect_once()
+    second = service.collect_once()
+    assert reader.asked == [[("t", 0, 50)]]  # the second collection reuses the read
+    assert first.lag_seconds_methods == second.lag_seconds_methods == {KEY: RECORD}
+    assert first.lag_seconds == {KEY: pytest.approx(2700.0)}
+    assert "record_times" in first.snapshot.durations
+    assert first.snapshot.durations["total"] >= 0.5 + first.snapshot.durations["record_times"]
+
+
+def test_the_step_reads_nothing_with_no_budget_or_no_time_and_logs_only_changes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    snap = _snap(NOW, 100, 50)
+    none = _Reader(RecordBudget(partitions=0), {})
+    assert none(snap, None, 10.0) is snap and none.asked == []
+    reader = _Reader(RecordBudget(), {})
+    with caplog.at_level(logging.INFO, "exporter.record_time_adapter"):
+        assert reader(snap, None, 0.05) is snap  # less than 0.1 s left of the collection
+        assert reader(snap, None, 0.05) is snap
+        assert reader.asked == []
+        reader.table[("t", 0, 50)] = NOW - 60
+        assert reader(snap, None, 5.0).record_times == (_record(50, NOW - 60),)
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
+    assert "no time left" in caplog.records[0].getMessage()
+
+
+def test_a_failing_step_keeps_the_collection() -> None:
+    def broken(snapshot: ClusterSnapshot, previous: object, left: float) -> ClusterSnapshot:
+        raise RuntimeError("bug")
+
+    service = CollectionService(lambda _: _snap(NOW, 100, 50), 15, 10, enrich=broken)
+    state = service.collect_once()
+    assert state.up and state.group_lags[0].lag == 50
