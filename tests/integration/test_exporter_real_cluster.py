@@ -228,6 +228,7 @@ def test_group_lag(exporter: Running, scratch_topic: str) -> None:
             "committed_offset_sum": CONSUMED,
             # Unknown on the first collection that saw this lag, an age in seconds afterwards.
             "max_lag_seconds": entry["topics"][0]["max_lag_seconds"],
+            "max_lag_seconds_method": entry["topics"][0]["max_lag_seconds_method"],
             "messages_consumed_per_second": entry["topics"][0]["messages_consumed_per_second"],
         }
     ]
