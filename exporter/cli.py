@@ -15,6 +15,8 @@ from confluent_kafka import KafkaException
 from common.logs import setup_logging
 from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
+from exporter.connect.adapter import ConnectClient
+from exporter.connect.watcher import ConnectWatcher
 from exporter.kafka_adapter import KafkaAdapter
 from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
@@ -50,8 +52,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         lag_status_window=config.lag_status_window,
         probe=probe,
     )
+    connect = [
+        ConnectWatcher(
+            ConnectClient(t.name, t.url, config.collection_timeout), config.collection_interval
+        )
+        for t in config.connect_urls
+    ]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+        uvicorn.Config(
+            create_app(service, connect=connect), log_config=None, access_log=False, lifespan="on"
+        )
     )
     log.info(
         "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s, lag status "
