@@ -66,6 +66,7 @@ def test_board_variables_offer_values(backfilled: Backfilled, variable: boards.V
         "topic": {"measure", "events", "__consumer_offsets"},
         "group": {"vigia-ingest", "billing", "verify-group-848"},
         "query": {"measure-ingest"},
+        "connector": {"hes-measure", "hes-broken"},
     }[variable.name]
     assert expected <= set(values), values
 
@@ -73,7 +74,8 @@ def test_board_variables_offer_values(backfilled: Backfilled, variable: boards.V
 @pytest.mark.parametrize("target", boards.targets(), ids=lambda t: t.id)
 def test_board_queries_return_data(backfilled: Backfilled, target: boards.Target) -> None:
     expr = boards.substitute(
-        target.expr, {"cluster": ALL, "broker": ALL, "topic": ALL, "group": ALL, "query": ALL}
+        target.expr,
+        {"cluster": ALL, "broker": ALL, "topic": ALL, "group": ALL, "query": ALL, "connector": ALL},
     )
     if target.instant:
         result = backfilled.api.instant(expr, backfilled.history.end)
