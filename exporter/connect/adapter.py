@@ -1,4 +1,5 @@
-"""The Kafka Connect REST adapter: two GETs per poll, each bounded by the timeout.
+"""The Kafka Connect REST adapter: two GETs per poll, together bounded by the timeout (each call
+gets what is left of it, so a worker that answers slowly cannot stretch a poll).
 
 `GET /` (the worker's version) and `GET /connectors?expand=status&expand=info` (every connector's
 and task's state and config in one answer). Workers that cannot expand get one
@@ -38,7 +39,9 @@ class ConnectClient:
     ) -> None:
         self.connect = connect
         self.url = url.rstrip("/")
+        self.timeout = timeout
         self._clock = clock
+        self._deadline = 0.0
         self._http = httpx.Client(
             base_url=self.url,
             timeout=timeout,
@@ -49,6 +52,7 @@ class ConnectClient:
 
     def observe(self) -> ConnectView:
         collected_at = self._clock()
+        self._deadline = time.monotonic() + self.timeout
         try:
             worker = parse_root(self._get("/"))
             listing = parse_expanded(self._get("/connectors", params=_EXPAND))
@@ -65,7 +69,10 @@ class ConnectClient:
         return parse_status(self._get(f"/connectors/{quote(name, safe='')}/status"))
 
     def _get(self, path: str, params: httpx.QueryParams | None = None) -> object:
-        response = self._http.get(path, params=params)
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise httpx.TimeoutException(f"no time left for GET {path} within {self.timeout:g} s")
+        response = self._http.get(path, params=params, timeout=left)
         response.raise_for_status()
         return response.json()
 

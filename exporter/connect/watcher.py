@@ -84,7 +84,7 @@ class ConnectWatcher:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=self._interval + 1)
+            self._thread.join(timeout=self.client.timeout + 1)  # a poll in flight ends by then
         self.client.close()
 
     def _run(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,12 +33,14 @@ class RecordedConnect:
     """Serves `state`'s answers on 127.0.0.1; `state` can be switched while it runs.
 
     With `expand=False` it answers `GET /connectors` with the names only, as workers before
-    Kafka 2.3 do; with `hang=True` it accepts requests and never answers."""
+    Kafka 2.3 do; with `hang=True` it accepts requests and never answers; `delay` slows every
+    answer down."""
 
     def __init__(self, state: str) -> None:
         self.state = state
         self.expand = True
         self.hang = False
+        self.delay = 0.0  # seconds before each answer
         self.requests: list[str] = []
         self._release = threading.Event()
         outer = self
@@ -48,6 +51,7 @@ class RecordedConnect:
                 if outer.hang:
                     outer._release.wait(30)
                     return
+                time.sleep(outer.delay)
                 status, body = outer.route(self.path)
                 data = json.dumps(body).encode()
                 self.send_response(status)
