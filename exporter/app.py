@@ -3,6 +3,7 @@
 The exposition text and the JSON are computed once per collection and then served from cache.
 The probe's part (its families, the JSON's "probe" section) is small and has its own schedule: it
 is rendered from the runner's in-memory counters at each request and appended to the cached part.
+The Connect watchers' part (exporter.connect) is appended the same way, from their last polls.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
 from exporter.collectors import render, render_probe
-from exporter.connect.collector import connect_json, render_connect
+from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.watcher import ConnectWatcher
 from exporter.exposition import CONTENT_TYPE
 from exporter.probe.runner import DISABLED
@@ -85,12 +86,14 @@ def create_app(
         cluster.get(state)
 
     service.add_listener(prepare)
+    connect_exposition = CachedExposition()
 
     @app.get("/metrics")
     def metrics() -> Response:
-        live = render_probe(service.probe) + render_connect([w.report for w in connect])
+        live = render_probe(service.probe).encode("utf-8")
+        connect_text = connect_exposition.get([w.report for w in connect])
         return Response(
-            exposition.get(service.state) + live.encode("utf-8"), media_type=CONTENT_TYPE
+            exposition.get(service.state) + live + connect_text, media_type=CONTENT_TYPE
         )
 
     @app.get("/healthz")
@@ -109,7 +112,7 @@ def create_app(
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        # {"probe": {...}} without its opening brace closes the cached document.
+        # {"probe": {...}, "connect": [...]} without its opening brace closes the cached document.
         section = _json_bytes(
             {
                 api.PROBE_KEY: api.probe_json(service.probe),

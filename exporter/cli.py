@@ -73,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         config.collection_timeout,
         config.lag_status_window,
     )
+    for target in config.connect_urls:
+        log.info("watching Kafka Connect %r at %s", target.name, target.url)
     try:
         server.run(sockets=[sock])
     finally:

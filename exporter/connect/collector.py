@@ -108,6 +108,22 @@ def render_connect(reports: Sequence[ConnectReport | None]) -> str:
     return text(ConnectCollector(lambda: reports).collect())
 
 
+class CachedExposition:
+    """`render_connect` of the watchers' latest reports, rendered again only when a report changed
+    (a poll), not at every scrape: 100 connectors of 4 tasks are 3,601 series."""
+
+    def __init__(self) -> None:
+        self._cached: tuple[tuple[ConnectReport | None, ...], bytes] = ((), b"")
+
+    def get(self, reports: Sequence[ConnectReport | None]) -> bytes:
+        key, body = self._cached  # one read of one reference: no lock needed
+        if len(key) == len(reports) and all(a is b for a, b in zip(key, reports, strict=True)):
+            return body
+        body = render_connect(reports).encode("utf-8")
+        self._cached = (tuple(reports), body)
+        return body
+
+
 def connect_json(reports: Sequence[ConnectReport | None]) -> list[dict[str, Any]]:
     """The `connect` section of /api/v1/cluster: one entry per Connect cluster (docs/api.md)."""
     out = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.connect.collector import render_connect
+from exporter.connect.collector import CachedExposition, render_connect
 from exporter.connect.model import (
     STATES as CONNECT_STATES,
 )
@@ -176,3 +176,13 @@ def test_a_state_connect_adds_later_gets_its_own_series() -> None:
         )
         == 0
     )
+
+
+def test_the_exposition_is_rendered_again_only_after_a_poll() -> None:
+    cache = CachedExposition()
+    first, second = recorded_reports()[:2]
+    body = cache.get([first])
+    assert cache.get([first]) is body  # a scrape between two polls reuses the text
+    assert samples(body.decode()) == samples(render_connect([first]))
+    assert cache.get([second]) is not body
+    assert cache.get([]) == b""
