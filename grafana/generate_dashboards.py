@@ -3,6 +3,12 @@
 The JSON files are committed (Grafana provisions them as they are); this script is their source.
 Edit it, run `python grafana/generate_dashboards.py`, commit both. tests/monitoring checks that the
 committed JSON equals this script's output and runs every query against a real Prometheus.
+
+Grafana's typed builders (`grafana-foundation-sdk` 11.6 on PyPI) were tried for the HES board and
+not used: panel ids, refIds and the variable's query object come out empty or in another shape
+than these boards and their tests use (so a post-processing pass would be needed), the package is
+55,000 lines of generated code versioned with epochs (`1769699379!11.6.0`), and the board was not
+shorter than the `Panel`/`Row` dataclasses below.
 """
 
 from __future__ import annotations
