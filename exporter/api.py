@@ -8,19 +8,27 @@ the latter under "probe", last.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
+from exporter.connect.collector import connect_json
+from exporter.connect.watcher import ConnectReport
 from exporter.probe.runner import DISABLED, ProbeRunner
 from exporter.probe.tracker import OUTCOMES
 from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
 from exporter.state import ExporterState, PartitionLag
 
 PROBE_KEY = "probe"
+CONNECT_KEY = "connect"  # the Kafka Connect clusters (exporter.connect.collector.connect_json)
 
 
-def cluster_json(state: ExporterState, probe: ProbeRunner | None = None) -> dict[str, Any]:
+def cluster_json(
+    state: ExporterState,
+    probe: ProbeRunner | None = None,
+    connect: Sequence[ConnectReport | None] = (),
+) -> dict[str, Any]:
     """The whole document; no runner is the same as a disabled probe."""
-    return {**state_json(state), PROBE_KEY: probe_json(probe)}
+    return {**state_json(state), PROBE_KEY: probe_json(probe), CONNECT_KEY: connect_json(connect)}
 
 
 def probe_json(probe: ProbeRunner | None) -> dict[str, Any]:

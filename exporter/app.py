@@ -3,6 +3,7 @@
 The exposition text and the JSON are computed once per collection and then served from cache.
 The probe's part (its families, the JSON's "probe" section) is small and has its own schedule: it
 is rendered from the runner's in-memory counters at each request and appended to the cached part.
+The Connect watchers' part (exporter.connect) is appended the same way, from their last polls.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import html
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,6 +21,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
 from exporter.collectors import render, render_probe
+from exporter.connect.collector import CachedExposition, connect_json
+from exporter.connect.watcher import ConnectWatcher
 from exporter.exposition import CONTENT_TYPE
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
@@ -49,17 +52,27 @@ class _PerState:
         return value
 
 
-def create_app(service: CollectionService, *, manage_service: bool = True) -> FastAPI:
-    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop."""
+def create_app(
+    service: CollectionService,
+    *,
+    manage_service: bool = True,
+    connect: Sequence[ConnectWatcher] = (),
+) -> FastAPI:
+    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop
+    and the Connect watchers (each polls its Connect cluster on its own thread)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_service:
             service.start()
+            for watcher in connect:
+                watcher.start()
         try:
             yield
         finally:
             if manage_service:
+                for watcher in connect:
+                    watcher.stop()
                 service.stop()
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
@@ -73,11 +86,15 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
         cluster.get(state)
 
     service.add_listener(prepare)
+    connect_exposition = CachedExposition()
 
     @app.get("/metrics")
     def metrics() -> Response:
         live = render_probe(service.probe).encode("utf-8")
-        return Response(exposition.get(service.state) + live, media_type=CONTENT_TYPE)
+        connect_text = connect_exposition.get([w.report for w in connect])
+        return Response(
+            exposition.get(service.state) + live + connect_text, media_type=CONTENT_TYPE
+        )
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -95,8 +112,13 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        # {"probe": {...}} without its opening brace closes the cached document.
-        section = _json_bytes({api.PROBE_KEY: api.probe_json(service.probe)})[1:]
+        # {"probe": {...}, "connect": [...]} without its opening brace closes the cached document.
+        section = _json_bytes(
+            {
+                api.PROBE_KEY: api.probe_json(service.probe),
+                api.CONNECT_KEY: connect_json([w.report for w in connect]),
+            }
+        )[1:]
         return Response(cluster.get(state) + b"," + section, media_type="application/json")
 
     @app.get("/", response_class=HTMLResponse)

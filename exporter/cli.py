@@ -15,6 +15,8 @@ from confluent_kafka import KafkaException
 from common.logs import setup_logging
 from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
+from exporter.connect.adapter import ConnectClient
+from exporter.connect.watcher import ConnectWatcher
 from exporter.kafka_adapter import KafkaAdapter
 from exporter.probe.runner import ProbeRunner
 from exporter.record_time_adapter import RecordTimeReader
@@ -55,8 +57,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         probe=probe,
         enrich=record_times,
     )
+    connect = [
+        ConnectWatcher(
+            ConnectClient(t.name, t.url, config.collection_timeout), config.collection_interval
+        )
+        for t in config.connect_urls
+    ]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+        uvicorn.Config(
+            create_app(service, connect=connect), log_config=None, access_log=False, lifespan="on"
+        )
     )
     log.info(
         "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s, lag status "
@@ -68,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         config.collection_timeout,
         config.lag_status_window,
     )
+    for target in config.connect_urls:
+        log.info("watching Kafka Connect %r at %s", target.name, target.url)
     try:
         server.run(sockets=[sock])
     finally:

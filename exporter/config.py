@@ -22,6 +22,9 @@ from exporter.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudg
 PROG = "vigia-exporter"
 DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement
 PROBE_ENABLED_ENV = "VIGIA_PROBE_ENABLED"
+CONNECT_URLS_ENV = "VIGIA_CONNECT_URLS"
+DEFAULT_CONNECT_NAME = "connect"
+_CONNECT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 # Kafka's own rule for topic names (org.apache.kafka.common.internals.Topic).
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -45,6 +48,15 @@ class ExporterConfig:
     lag_status_window: int
     probe: ProbeSettings
     record_budget: RecordBudget = field(default_factory=RecordBudget)
+    connect_urls: tuple[ConnectTarget, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectTarget:
+    """A Kafka Connect cluster to watch: `name` is the `connect` label of its series."""
+
+    name: str
+    url: str
 
 
 class _Parser(argparse.ArgumentParser):
@@ -132,6 +144,15 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="extra librdkafka setting, repeatable (env VIGIA_KAFKA_OPTIONS, comma-separated)",
     )
+    parser.add_argument(
+        "--connect-url",
+        action="append",
+        default=[],
+        metavar="[NAME=]URL",
+        help=f"a Kafka Connect REST URL to watch, repeatable, one per Connect cluster; NAME is "
+        f"its `connect` label (default {DEFAULT_CONNECT_NAME!r}) (env {CONNECT_URLS_ENV}, "
+        "comma-separated; default none)",
+    )
     return parser
 
 
@@ -189,7 +210,31 @@ def parse_config(
             _int_at_least(args.lag_record_partitions, 0, "--lag-record-partitions"),
             _positive(args.lag_record_timeout, "--lag-record-timeout"),
         ),
+        connect_urls=_connect_targets(args.connect_url or _split(env.get(CONNECT_URLS_ENV, ""))),
     )
+
+
+def _split(raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _connect_targets(values: Sequence[str]) -> tuple[ConnectTarget, ...]:
+    targets: dict[str, ConnectTarget] = {}
+    for value in values:
+        name, sep, url = value.partition("=")
+        if not sep or "://" in name:
+            name, url = DEFAULT_CONNECT_NAME, value
+        name, url = name.strip(), url.strip()
+        if not _CONNECT_NAME.fullmatch(name):
+            raise ConfigError(f"--connect-url: {name!r} is not a name (A-Z a-z 0-9 _ . -)")
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"--connect-url: {url!r} is not an http:// or https:// URL")
+        if name in targets:
+            raise ConfigError(
+                f"--connect-url: two URLs named {name!r}; name them NAME=URL to watch several"
+            )
+        targets[name] = ConnectTarget(name, url)
+    return tuple(targets.values())
 
 
 def _regex(pattern: str | None, flag: str) -> re.Pattern[str] | None:

@@ -24,6 +24,7 @@ TOP_KEYS = {
     "broker_topic_rates",
     "groups",
     "probe",
+    "connect",
 }
 BROKER_KEYS = {
     "id",
