@@ -19,10 +19,11 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
-from exporter.collectors import render, render_probe
+from exporter.collectors import render, render_probe, render_source
 from exporter.exposition import CONTENT_TYPE
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
+from exporter.source_watch import SourceWatcher
 from exporter.state import ExporterState
 from exporter.version import VERSION
 
@@ -49,17 +50,27 @@ class _PerState:
         return value
 
 
-def create_app(service: CollectionService, *, manage_service: bool = True) -> FastAPI:
-    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop."""
+def create_app(
+    service: CollectionService,
+    *,
+    manage_service: bool = True,
+    source: SourceWatcher | None = None,
+) -> FastAPI:
+    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop
+    (and the source watch, when there is one)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_service:
             service.start()
+            if source is not None:
+                source.start()
         try:
             yield
         finally:
             if manage_service:
+                if source is not None:
+                    source.stop()
                 service.stop()
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
@@ -76,8 +87,9 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
 
     @app.get("/metrics")
     def metrics() -> Response:
-        live = render_probe(service.probe).encode("utf-8")
-        return Response(exposition.get(service.state) + live, media_type=CONTENT_TYPE)
+        state = service.state
+        live = (render_probe(service.probe) + render_source(source, state)).encode("utf-8")
+        return Response(exposition.get(state) + live, media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -95,8 +107,9 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        # {"probe": {...}} without its opening brace closes the cached document.
-        section = _json_bytes({api.PROBE_KEY: api.probe_json(service.probe)})[1:]
+        # {"source": ..., "probe": {...}} without its opening brace closes the cached document.
+        live = {api.SOURCE_KEY: api.source_json(source, state)}
+        section = _json_bytes({**live, api.PROBE_KEY: api.probe_json(service.probe)})[1:]
         return Response(cluster.get(state) + b"," + section, media_type="application/json")
 
     @app.get("/", response_class=HTMLResponse)

@@ -15,9 +15,12 @@ from confluent_kafka import KafkaException
 from common.logs import setup_logging
 from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
+from exporter.hes_adapter import HesAdapter
 from exporter.kafka_adapter import KafkaAdapter
 from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
+from exporter.source_watch import SourceWatcher
+from exporter.topic_tail_adapter import TopicTail
 
 log = logging.getLogger("exporter")
 
@@ -50,8 +53,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         lag_status_window=config.lag_status_window,
         probe=probe,
     )
+    source = _source_watcher(config)
     server = uvicorn.Server(
-        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+        uvicorn.Config(
+            create_app(service, source=source), log_config=None, access_log=False, lifespan="on"
+        )
     )
     log.info(
         "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s, lag status "
@@ -68,6 +74,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         adapter.close()
         sock.close()
+
+
+def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
+    settings = config.source
+    if settings.hes is None:
+        return None
+    log.info(
+        "watching the HES at %s and topic %s every %g s",
+        settings.hes.redacted(),
+        settings.topic,
+        settings.interval,
+    )
+    return SourceWatcher(
+        HesAdapter(settings.hes, config.collection_timeout),
+        TopicTail(
+            settings.topic, {**config.kafka_options, "bootstrap.servers": config.bootstrap_servers}
+        ),
+        settings.interval,
+        config.collection_timeout,
+        group=settings.group,
+    )
 
 
 def _bind(config: ExporterConfig) -> socket.socket:

@@ -4,10 +4,12 @@ the table ``hes.measure``; Kafka Connect then carries the rows to the topic).
 
 Every flag has an environment variable ``VIGIA_SIMULATE_<FLAG>`` (``--malformed-ratio`` →
 ``VIGIA_SIMULATE_MALFORMED_RATIO``), except the shared ones: ``VIGIA_KAFKA_BOOTSTRAP_SERVERS``,
-``VIGIA_KAFKA_OPTIONS``, ``VIGIA_HES_DSN`` and ``VIGIA_LOG_LEVEL``. Flags win. Flags go after the subcommand.
+``VIGIA_KAFKA_OPTIONS``, ``VIGIA_HES_DSN`` and ``VIGIA_LOG_LEVEL``. Flags win. Flags go after the
+subcommand.
 
 Exit codes: 0 everything delivered; 1 the cluster (or the HES database) could not be reached or
-some messages were not delivered (the manifest, when asked for, is written anyway and counts only delivered messages);
+some messages were not delivered (the manifest, when asked for, is written anyway and counts only
+delivered messages);
 2 invalid configuration. SIGINT / SIGTERM stop the run cleanly: queued messages are flushed and
 the manifest written.
 """

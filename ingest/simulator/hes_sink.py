@@ -10,6 +10,7 @@ opens a new connection. A correction (same key, newer ts) is an upsert (`common.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -108,10 +109,8 @@ class HesSink:
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            try:
+            with contextlib.suppress(pymysql.MySQLError):  # already broken: nothing to release
                 connection.close()
-            except pymysql.MySQLError:
-                pass  # already broken: nothing more to release
 
 
 def _reason(exc: pymysql.MySQLError) -> str:

@@ -1,4 +1,4 @@
-"""`vigia-simulate --sink hes` against a real MariaDB: the rows in hes.measure are the manifest's."""
+"""`vigia-simulate --sink hes` against a real MariaDB: the rows in hes.measure are the manifest."""
 
 from __future__ import annotations
 
@@ -61,9 +61,7 @@ def test_backfill_with_corrections_writes_exactly_the_manifest(
     assert {str(day): n for day, n in rows.items()} == {
         day: sum(counts.values()) for day, counts in manifest["valid"].items()
     }
-    by_magnitude = _query(
-        hes, "SELECT magnitude, COUNT(*) FROM hes.measure GROUP BY 1 ORDER BY 1"
-    )
+    by_magnitude = _query(hes, "SELECT magnitude, COUNT(*) FROM hes.measure GROUP BY 1 ORDER BY 1")
     assert dict(by_magnitude) == dict.fromkeys(MAGNITUDES, 2 * meters * PERIODS_PER_DAY)
     ((first, last),) = _query(hes, "SELECT MIN(ts), MAX(ts) FROM hes.measure")
     assert first.isoformat() + "Z" == manifest["first_ts"]
@@ -148,7 +146,15 @@ def test_live_writes_as_the_clock_passes_each_ts(hes: HesDatabase, tmp_path: Pat
         (["backfill", "--sink", "hes"], "needs --hes-dsn"),
         (["backfill", "--sink", "hes", "--hes-dsn", "postgres://x@y/z"], "mysql://"),
         (
-            ["backfill", "--sink", "hes", "--hes-dsn", "mysql://u@h/hes", "--malformed-ratio", "0.1"],
+            [
+                "backfill",
+                "--sink",
+                "hes",
+                "--hes-dsn",
+                "mysql://u@h/hes",
+                "--malformed-ratio",
+                "0.1",
+            ],
             "malformed",
         ),
     ],
