@@ -9,7 +9,9 @@ read-only user. A day's keys are streamed (server-side cursor) into Arrow in chu
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 import pyarrow as pa
@@ -17,6 +19,8 @@ import pymysql
 import pymysql.cursors
 
 from common.hes import Dsn, connect
+
+log = logging.getLogger(__name__)
 
 KEY_SCHEMA: Final = pa.schema(
     [("meter", pa.string()), ("period", pa.int32()), ("magnitude", pa.string())]
@@ -74,3 +78,49 @@ def day_rows(dsn: Dsn, days: Iterable[dt.date], timeout: float = 30.0) -> dict[d
     except pymysql.MySQLError as exc:
         raise _failed(dsn, exc) from exc
     return {day: counts.get(day, 0) for day in wanted}
+
+
+class DayRowsRefresher:
+    """Counts the closed days' rows in the HES every `interval` seconds, on its own thread, and
+    hands them to `publish` (the job's metrics). A failed count keeps the last one published and
+    is logged once per change of outcome; the ingest itself never waits for the HES."""
+
+    def __init__(
+        self,
+        dsn: Dsn,
+        days: Callable[[], Iterable[dt.date]],
+        publish: Callable[[Mapping[dt.date, int]], None],
+        interval: float,
+    ) -> None:
+        self._dsn = dsn
+        self._days = days
+        self._publish = publish
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="vigia-hes-day-rows", daemon=True)
+        self._failing: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=35)
+
+    def refresh(self) -> None:
+        try:
+            rows = day_rows(self._dsn, self._days())
+        except HesReadError as exc:
+            if str(exc) != self._failing:
+                log.warning("%s; completeness keeps the last counts", exc)
+            self._failing = str(exc)
+            return
+        if self._failing is not None:
+            log.info("the HES answers again: completeness counts refreshed")
+        self._failing = None
+        self._publish(rows)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.refresh()
+            self._stop.wait(self._interval)

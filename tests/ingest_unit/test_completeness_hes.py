@@ -22,7 +22,8 @@ from ingest.completeness import (
     expected_keys,
     main_completeness,
 )
-from ingest.hes_source import day_keys, day_rows
+from ingest.hes_source import DayRowsRefresher, day_keys, day_rows
+from ingest.metrics import IngestMetrics, day_window
 from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
 from tests.hes_db import hes, hes_db
@@ -111,3 +112,28 @@ def test_an_unreachable_hes_is_invalid_input(
     args = _args("--date", str(DAY), "--output", str(tmp_path), "--hes-dsn", dsn)
     assert main_completeness(args, spark) == EXIT_INVALID
     assert capsys.readouterr().out == ""
+
+
+def _ratios(metrics: IngestMetrics) -> dict[str, float]:
+    (family,) = [f for f in metrics.collect() if f.name == "vigia_ingest_day_completeness_ratio"]
+    return {s.labels["measure_date"]: s.value for s in family.samples}
+
+
+def test_the_daily_ratio_uses_the_hes_counts(hes: HesDatabase) -> None:
+    """The job's metric with --hes-dsn: stored ÷ the HES's rows, for the closed days it holds."""
+    today = DAY + dt.timedelta(days=2)
+    clock = dt.datetime(today.year, today.month, today.day, 8, tzinfo=dt.UTC).timestamp
+    source = list(expected_keys(METERS[:1], DAY))
+    _load_hes(hes, source)
+    metrics = IngestMetrics("q", clock=clock, expected_per_day=10_000)
+    metrics.seed_days({DAY: len(source) - 4, DAY + dt.timedelta(days=1): 7})
+    refresher = DayRowsRefresher(
+        parse_dsn(hes.dsn("reader")),
+        lambda: day_window(today)[:-1],
+        metrics.source_day_rows,
+        interval=300,
+    )
+    assert _ratios(metrics)[str(DAY)] == (len(source) - 4) / 10_000  # meters × 96 × magnitudes
+    refresher.refresh()
+    # Only the day the HES holds rows for; the next day has none in the HES: nothing expected.
+    assert _ratios(metrics) == {str(DAY): (len(source) - 4) / len(source)}
