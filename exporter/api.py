@@ -43,12 +43,14 @@ def source_json(source: SourceWatcher | None, state: ExporterState | None) -> di
     return {
         "checked_at": look.checked_at if look is not None else None,
         "interval_seconds": source.interval,
+        "count_interval_seconds": source.count_interval,
         "hes": {
             "up": look.hes_up if look is not None else None,
             "error": look.hes_error if look is not None else None,
             "newest_row_timestamp": reading.newest_row_timestamp if reading else None,
             "day_rows": {d.isoformat(): n for d, n in reading.day_rows.items()} if reading else {},
             "query_seconds": reading.query_seconds if reading else None,
+            "day_rows_counted_at": reading.counted_at if reading else None,
         },
         "topic": {
             "name": source.topic,

@@ -81,10 +81,11 @@ def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
     if settings.hes is None:
         return None
     log.info(
-        "watching the HES at %s and topic %s every %g s",
+        "watching the HES at %s and topic %s every %g s (day rows every %g s)",
         settings.hes.redacted(),
         settings.topic,
         settings.interval,
+        settings.count_interval,
     )
     return SourceWatcher(
         HesAdapter(settings.hes, config.collection_timeout),
@@ -94,6 +95,7 @@ def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
         settings.interval,
         config.collection_timeout,
         group=settings.group,
+        count_interval=settings.count_interval,
     )
 
 

@@ -38,6 +38,7 @@ class SourceSettings:
 
     hes: Dsn | None = None
     interval: float = 60.0
+    count_interval: float = 300.0
     group: str = "vigia-ingest"
     topic: str = "measure"
 
@@ -108,6 +109,12 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "VIGIA_EXPORTER_HES_INTERVAL",
         "60",
         "seconds between two looks at the HES and the pipeline topic's newest records",
+    ),
+    "--hes-count-interval": (
+        "VIGIA_EXPORTER_HES_COUNT_INTERVAL",
+        "300",
+        "seconds between two counts of the open and last closed day's rows in the HES (an index "
+        "range scan as long as those days)",
     ),
     "--pipeline-group": (
         "VIGIA_EXPORTER_PIPELINE_GROUP",
@@ -189,6 +196,7 @@ def parse_config(
     source = SourceSettings(
         hes=hes,
         interval=_positive(args.hes_interval, "--hes-interval"),
+        count_interval=_positive(args.hes_count_interval, "--hes-count-interval"),
         group=args.pipeline_group,
         topic=args.pipeline_topic,
     )

@@ -36,6 +36,8 @@ class HesReading:
     """Rows per measure date, for `watched_days` (0 for a day without rows)."""
     query_seconds: float
     """Time the round's queries took."""
+    counted_at: float | None = None
+    """When `day_rows` were counted (they are counted less often than the newest ts is read)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,16 @@ def watched_days(now: float) -> tuple[dt.date, dt.date]:
     """The last closed day and the open day (UTC) at epoch second `now`."""
     today = dt.datetime.fromtimestamp(now, dt.UTC).date()
     return today - dt.timedelta(days=1), today
+
+
+def counts_due(
+    previous: HesReading | None, days: tuple[dt.date, dt.date], now: float, interval: float
+) -> bool:
+    """Whether this round counts the days' rows: every `interval` seconds, and at once when there
+    are no counts yet or the watched days changed (midnight)."""
+    if previous is None or previous.counted_at is None:
+        return True
+    return tuple(previous.day_rows) != days or now - previous.counted_at >= interval
 
 
 def measure_ts(value: bytes | None) -> float | None:

@@ -1,8 +1,10 @@
 """Watching the source of the pipeline on its own schedule: the HES database and the newest
 measure on the topic, one round every ``--hes-interval`` seconds (60 by default), on one thread.
 
-The rate is bounded on purpose: the HES is the seed's production database, and each round costs it
-two indexed queries (`exporter.hes_adapter`). Scrapes read the last round (`look`), never the
+The rate is bounded on purpose: the HES is the seed's production database. Each round reads the
+newest ts (one index entry); the day counts, which read an index range as long as the two days'
+rows, run every ``--hes-count-interval`` seconds (300 by default) and at midnight
+(`exporter.hes_adapter` says what each query costs). Scrapes read the last round (`look`), never the
 database. An HES that does not answer is a fact about the HES (``vigia_hes_up 0``), logged once
 per change; it never touches ``vigia_exporter_up``.
 """
@@ -14,17 +16,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from exporter.hes_adapter import HesError
-from exporter.pipeline_hops import HesReading, SourceLook, watched_days
+from exporter.pipeline_hops import HesReading, SourceLook, counts_due, watched_days
 from exporter.topic_tail_adapter import TopicTailError
 
 log = logging.getLogger(__name__)
 
 
 class HesReader(Protocol):
-    def read(self, days: Sequence[dt.date]) -> HesReading: ...
+    def read(self, days: Sequence[dt.date], count: bool = True) -> HesReading: ...
 
     def close(self) -> None: ...
 
@@ -45,14 +48,17 @@ class SourceWatcher:
         interval: float,
         timeout: float,
         group: str = "vigia-ingest",
+        count_interval: float = 300.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`group`: the ingest job's consumer group, whose lag is the kafka_to_store hop."""
+        """`group`: the ingest job's consumer group, whose lag is the kafka_to_store hop;
+        `count_interval`: seconds between two counts of the days' rows."""
         self._hes = hes
         self._tail = tail
         self.topic = tail.topic
         self.group = group
         self.interval = interval
+        self.count_interval = count_interval
         self._timeout = timeout
         self._clock = clock
         self._look: SourceLook | None = None
@@ -77,12 +83,20 @@ class SourceWatcher:
 
     def watch_once(self) -> SourceLook:
         now = self._clock()
+        days = watched_days(now)
+        previous = self._look.hes if self._look is not None else None
+        count = counts_due(previous, days, now, self.count_interval)
         hes: HesReading | None = None
         hes_error = topic_error = None
         try:
-            hes = self._hes.read(watched_days(now))
+            hes = self._hes.read(days, count=count)
         except HesError as exc:
             hes_error = str(exc)
+        if hes is not None:
+            if count:
+                hes = replace(hes, counted_at=now)
+            elif previous is not None:
+                hes = replace(hes, day_rows=previous.day_rows, counted_at=previous.counted_at)
         newest: float | None = None
         try:
             newest = self._tail.newest_measure(self._timeout)

@@ -205,3 +205,37 @@ def test_an_hes_that_goes_down_is_vigia_hes_up_0(
     assert [s.value for s in families["vigia_hes_up"].samples] == [0]
     assert families["vigia_hes_day_rows"].samples == []
     assert families["vigia_hes_newest_row_timestamp_seconds"].samples == []
+
+
+def test_days_are_counted_less_often_than_the_newest_ts_is_read(
+    hes: HesDatabase, mock_cluster: MockCluster
+) -> None:
+    now = [NOW]
+    watcher = SourceWatcher(
+        HesAdapter(parse_dsn(hes.dsn("reader")), 5),
+        TopicTail("measure", {"bootstrap.servers": mock_cluster.bootstrap_servers}),
+        interval=60,
+        timeout=5,
+        count_interval=300,
+        clock=lambda: now[0],
+    )
+    try:
+        _insert(hes, _rows(OPEN, 1, "2026-11-24 09:00:00"))
+        first = watcher.watch_once().hes
+        _insert(hes, _rows(OPEN, 2, "2026-11-24 09:30:00")[2:])  # one more meter
+        now[0] += 60
+        second = watcher.watch_once().hes
+        now[0] += 240
+        third = watcher.watch_once().hes
+        now[0] += 15 * 3600  # past midnight: new days, counted at once
+        fourth = watcher.watch_once().hes
+    finally:
+        watcher.stop()
+    assert first is not None and second is not None and third is not None and fourth is not None
+    assert first.day_rows[OPEN] == second.day_rows[OPEN] == 2
+    assert second.counted_at == first.counted_at == NOW
+    assert (
+        second.newest_row_timestamp == dt.datetime(2026, 11, 24, 9, 30, tzinfo=dt.UTC).timestamp()
+    )
+    assert third.day_rows[OPEN] == 4 and third.counted_at == NOW + 300
+    assert list(fourth.day_rows) == [OPEN, OPEN + dt.timedelta(days=1)]
