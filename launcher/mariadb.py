@@ -22,12 +22,16 @@ rows (shared/fixtures/connect-debezium/README.md); with this setting it did not.
 
 from __future__ import annotations
 
+import argparse
+import json
 import logging
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -36,6 +40,7 @@ from typing import Any, Final, Literal
 import pymysql
 
 from common.hes import TABLE_DDL
+from common.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -223,3 +228,41 @@ class HesDatabase:
 def _as_root() -> list[str]:
     """mariadbd refuses to run as root unless told to; any other user runs as itself."""
     return ["--user=root"] if os.geteuid() == 0 else []
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m launcher.mariadb --dir DIR --port PORT``: an HES for the no-Docker stack. Writes
+    each role's DSN to DIR/dsn.json (mode 0600, new passwords at every start) and serves until
+    SIGINT / SIGTERM, then shuts MariaDB down cleanly."""
+    parser = argparse.ArgumentParser(prog="python -m launcher.mariadb", description=main.__doc__)
+    parser.add_argument("--dir", type=Path, required=True, help="data directory (kept)")
+    parser.add_argument("--port", type=int, default=3306, help="TCP port on 127.0.0.1 (3306)")
+    args = parser.parse_args(argv)
+    setup_logging("INFO")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    database = HesDatabase(args.dir, args.port)
+    try:
+        database.start()
+    except MariaDBError as exc:
+        log.error("%s", exc)
+        database.close()
+        return 1
+    try:
+        dsn_file = args.dir / "dsn.json"
+        dsn_file.touch(mode=0o600)
+        dsn_file.chmod(0o600)  # also when an earlier run left it
+        dsn_file.write_text(json.dumps({role: database.dsn(role) for role in USERS}, indent=2))
+        log.info("DSNs in %s (writer: vigia-simulate --sink hes; reader: --hes-dsn)", dsn_file)
+        while not stop.wait(1.0):
+            if not database.running:
+                log.error("mariadbd exited; see %s", database.log_path)
+                return 1
+        return 0
+    finally:
+        database.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
