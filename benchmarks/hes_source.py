@@ -3,9 +3,9 @@ hes` writes, and what the exporter's source watch and the completeness key read 
 
 1. write   ``vigia-simulate backfill --sink hes`` for --meters × --days (batched upserts, one
            transaction per period): rows/s, from the manifest's start and finish.
-2. watch   the exporter's round (`exporter.hes_adapter.HesAdapter.read`: MAX(ts), then the last
-           closed and open day's COUNT(*)), --repeat times: median and worst milliseconds,
-           with the plans (EXPLAIN) of both queries.
+2. watch   the exporter's rounds (`exporter.hes_adapter.HesAdapter.read`): MAX(ts) alone, and
+           with the last closed and open day's COUNT(*), --repeat times each: median and worst
+           milliseconds, with the plans (EXPLAIN) of both queries.
 3. keys    `ingest.hes_source.day_keys` for one full day (what ``completeness --hes-dsn`` reads).
 
     python benchmarks/hes_source.py                       # 1,000 meters × 2 days = 768,000 rows
@@ -58,17 +58,22 @@ def main() -> None:
         print(f"write: {rows:,} rows in {seconds:.1f} s = {rows / seconds:,.0f} rows/s")
 
         adapter = HesAdapter(parse_dsn(hes.dsn("reader")), timeout=60)
-        timings = []
-        for _ in range(args.repeat):
-            began = time.perf_counter()
-            reading = adapter.read((closed, open_day))
-            timings.append((time.perf_counter() - began) * 1000)
+        for count, what in ((False, "newest ts only"), (True, "newest ts + day counts")):
+            timings = []
+            for _ in range(args.repeat):
+                began = time.perf_counter()
+                reading = adapter.read((closed, open_day), count=count)
+                timings.append((time.perf_counter() - began) * 1000)
+            print(
+                f"watch, {what}: median {statistics.median(timings):.1f} ms, "
+                f"worst {max(timings):.1f} ms over {args.repeat} rounds"
+                + (
+                    f"; day rows { ({str(d): n for d, n in reading.day_rows.items()}) }"
+                    if count
+                    else ""
+                )
+            )
         adapter.close()
-        print(
-            f"watch: day rows {dict((str(d), n) for d, n in reading.day_rows.items())}; "
-            f"round median {statistics.median(timings):.1f} ms, worst {max(timings):.1f} ms "
-            f"over {args.repeat}"
-        )
         connection = hes.admin()
         with connection.cursor(DictCursor) as cursor:
             cursor.execute("USE hes")
