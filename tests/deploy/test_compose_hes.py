@@ -177,6 +177,16 @@ def test_registration_is_an_idempotent_put_of_the_repository_json(connect_stand_
     assert _ConnectStandIn.puts == [expected, expected]
 
 
+def test_connect_healthcheck_asks_the_rest_api(connect_stand_in: str) -> None:
+    """The worker's healthcheck (bash only: the image has no HTTP client), run here against the
+    stand-in: healthy when GET /connectors answers 200."""
+    test = SERVICES["connect"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "bash", "-c"]
+    port = connect_stand_in.rsplit(":", 1)[1]
+    command = test[3].replace("127.0.0.1/8083", f"127.0.0.1/{port}")
+    assert subprocess.run(["bash", "-c", command], timeout=10, check=False).returncode == 0
+
+
 def _shim_mysql(bin_dir: Path, socket: Path) -> None:
     """`mysql` as the MySQL image has it, for the init script: root over the server's socket."""
     mariadb = shutil.which("mariadb")
