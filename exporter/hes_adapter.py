@@ -6,10 +6,10 @@ queries and what they cost, with the indexes of `common.hes.TABLE_DDL` (EXPLAIN 
 MariaDB 10.11, benchmarks/hes_source.py; MySQL 8.4 plans them on the same indexes):
 
 - ``SELECT MAX(ts) FROM measure``: "Select tables optimized away", one read at the end of the
-  ``measure_ts`` index, whatever the table's size (about a millisecond);
+  ``measure_ts`` index, whatever the table's size (0.1 ms);
 - ``SELECT measure_date, COUNT(*) FROM measure WHERE measure_date IN (closed, open) GROUP BY 1``:
   a range scan of the ``measure_day`` index ("Using where; Using index"), never the rows: linear
-  in the two days' rows, about 0.4 µs a row here (0.3 s for 768,000 rows, so about 3 s at the
+  in the two days' rows, 0.4–0.7 µs a row here (0.31–0.52 s for 768,000 rows, so 3–5 s at the
   end of a day for 10,000 meters: 7.68 M rows).
 """
 
