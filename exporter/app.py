@@ -20,12 +20,13 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
-from exporter.collectors import render, render_probe
+from exporter.collectors import render, render_probe, render_source
 from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.watcher import ConnectWatcher
 from exporter.exposition import CONTENT_TYPE
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
+from exporter.source_watch import SourceWatcher
 from exporter.state import ExporterState
 from exporter.version import VERSION
 
@@ -57,9 +58,10 @@ def create_app(
     *,
     manage_service: bool = True,
     connect: Sequence[ConnectWatcher] = (),
+    source: SourceWatcher | None = None,
 ) -> FastAPI:
-    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop
-    and the Connect watchers (each polls its Connect cluster on its own thread)."""
+    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop,
+    the Connect watchers (each polls its Connect cluster on its own thread) and the source watch."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -67,12 +69,16 @@ def create_app(
             service.start()
             for watcher in connect:
                 watcher.start()
+            if source is not None:
+                source.start()
         try:
             yield
         finally:
             if manage_service:
                 for watcher in connect:
                     watcher.stop()
+                if source is not None:
+                    source.stop()
                 service.stop()
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
@@ -90,11 +96,10 @@ def create_app(
 
     @app.get("/metrics")
     def metrics() -> Response:
-        live = render_probe(service.probe).encode("utf-8")
+        state = service.state
+        live = (render_probe(service.probe) + render_source(source, state)).encode("utf-8")
         connect_text = connect_exposition.get([w.report for w in connect])
-        return Response(
-            exposition.get(service.state) + live + connect_text, media_type=CONTENT_TYPE
-        )
+        return Response(exposition.get(state) + live + connect_text, media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -112,9 +117,11 @@ def create_app(
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        # {"probe": {...}, "connect": [...]} without its opening brace closes the cached document.
+        # {"source": ..., "probe": {...}, "connect": [...]} without its opening brace closes the
+        # cached document.
         section = _json_bytes(
             {
+                api.SOURCE_KEY: api.source_json(source, state),
                 api.PROBE_KEY: api.probe_json(service.probe),
                 api.CONNECT_KEY: connect_json([w.report for w in connect]),
             }

@@ -17,10 +17,13 @@ from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from exporter.connect.adapter import ConnectClient
 from exporter.connect.watcher import ConnectWatcher
+from exporter.hes_adapter import HesAdapter
 from exporter.kafka_adapter import KafkaAdapter
 from exporter.probe.runner import ProbeRunner
 from exporter.record_time_adapter import RecordTimeReader
 from exporter.service import CollectionService
+from exporter.source_watch import SourceWatcher
+from exporter.topic_tail_adapter import TopicTail
 
 log = logging.getLogger("exporter")
 
@@ -63,9 +66,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         for t in config.connect_urls
     ]
+    source = _source_watcher(config)
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(service, connect=connect), log_config=None, access_log=False, lifespan="on"
+            create_app(service, connect=connect, source=source),
+            log_config=None,
+            access_log=False,
+            lifespan="on",
         )
     )
     log.info(
@@ -86,6 +93,29 @@ def main(argv: Sequence[str] | None = None) -> None:
         record_times.close()
         adapter.close()
         sock.close()
+
+
+def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
+    settings = config.source
+    if settings.hes is None:
+        return None
+    log.info(
+        "watching the HES at %s and topic %s every %g s (day rows every %g s)",
+        settings.hes.redacted(),
+        settings.topic,
+        settings.interval,
+        settings.count_interval,
+    )
+    return SourceWatcher(
+        HesAdapter(settings.hes, config.collection_timeout),
+        TopicTail(
+            settings.topic, {**config.kafka_options, "bootstrap.servers": config.bootstrap_servers}
+        ),
+        settings.interval,
+        config.collection_timeout,
+        group=settings.group,
+        count_interval=settings.count_interval,
+    )
 
 
 def _bind(config: ExporterConfig) -> socket.socket:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from common.hes import Dsn, DsnError, parse_dsn
 from common.kafka_config import KafkaOptionError, merged
 from exporter.filters import Filters, NameFilter
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
@@ -36,6 +37,17 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class SourceSettings:
+    """The HES leg: the source database (--hes-dsn) and the pipeline the hops are measured on."""
+
+    hes: Dsn | None = None
+    interval: float = 60.0
+    count_interval: float = 300.0
+    group: str = "vigia-ingest"
+    topic: str = "measure"
+
+
+@dataclass(frozen=True, slots=True)
 class ExporterConfig:
     bootstrap_servers: str
     kafka_options: Mapping[str, str]
@@ -49,6 +61,7 @@ class ExporterConfig:
     probe: ProbeSettings
     record_budget: RecordBudget = field(default_factory=RecordBudget)
     connect_urls: tuple[ConnectTarget, ...] = ()
+    source: SourceSettings = SourceSettings()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +124,33 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "topic of the end-to-end probe; created with one partition led by each broker",
     ),
     "--probe-interval": ("VIGIA_PROBE_INTERVAL", "5", "seconds between two probe rounds"),
+    "--hes-dsn": (
+        "VIGIA_HES_DSN",
+        None,
+        "watch the HES database, mysql://user:password@host:3306/hes with a read-only user "
+        "(SELECT on hes.*); unset: no source watch",
+    ),
+    "--hes-interval": (
+        "VIGIA_EXPORTER_HES_INTERVAL",
+        "60",
+        "seconds between two looks at the HES and the pipeline topic's newest records",
+    ),
+    "--hes-count-interval": (
+        "VIGIA_EXPORTER_HES_COUNT_INTERVAL",
+        "300",
+        "seconds between two counts of the open and last closed day's rows in the HES (an index "
+        "range scan as long as those days)",
+    ),
+    "--pipeline-group": (
+        "VIGIA_EXPORTER_PIPELINE_GROUP",
+        "vigia-ingest",
+        "the ingest job's consumer group, for the kafka_to_store hop",
+    ),
+    "--pipeline-topic": (
+        "VIGIA_EXPORTER_PIPELINE_TOPIC",
+        "measure",
+        "the topic the HES rows arrive on, for the hes_to_kafka hop",
+    ),
     "--probe-deadline": (
         "VIGIA_PROBE_DEADLINE",
         "10",
@@ -183,6 +223,17 @@ def parse_config(
         # Probe admin requests are bounded like the collection's.
         request_timeout_seconds=timeout,
     )
+    try:
+        hes = parse_dsn(args.hes_dsn) if args.hes_dsn else None
+    except DsnError as exc:
+        raise ConfigError(f"--hes-dsn: {exc}") from exc
+    source = SourceSettings(
+        hes=hes,
+        interval=_positive(args.hes_interval, "--hes-interval"),
+        count_interval=_positive(args.hes_count_interval, "--hes-count-interval"),
+        group=args.pipeline_group,
+        topic=args.pipeline_topic,
+    )
     level = str(args.log_level).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"--log-level: unknown level {args.log_level!r}")
@@ -211,6 +262,7 @@ def parse_config(
             _positive(args.lag_record_timeout, "--lag-record-timeout"),
         ),
         connect_urls=_connect_targets(args.connect_url or _split(env.get(CONNECT_URLS_ENV, ""))),
+        source=source,
     )
 
 

@@ -40,8 +40,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
+from common.hes import parse_dsn
 from ingest import transform
 from ingest.config import IngestConfig
+from ingest.hes_source import DayRowsRefresher
 from ingest.kafka_source import SOURCE_NAME, register
 from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
 from ingest.metrics import (
@@ -398,6 +400,26 @@ def serve_metrics(config: IngestConfig, metrics: IngestMetrics) -> WSGIServer | 
     return server
 
 
+def _source_counts(config: IngestConfig, metrics: IngestMetrics) -> DayRowsRefresher | None:
+    """With --hes-dsn, the closed days' rows in the HES, counted on their own thread."""
+    if not config.hes_dsn:
+        return None
+    dsn = parse_dsn(config.hes_dsn)
+    log.info(
+        "completeness against the HES at %s, counted every %g s",
+        dsn.redacted(),
+        config.hes_interval,
+    )
+    refresher = DayRowsRefresher(
+        dsn,
+        lambda: day_window(utc_today())[:-1],
+        metrics.source_day_rows,
+        config.hes_interval,
+    )
+    refresher.start()
+    return refresher
+
+
 def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure.
     A given ``spark`` session is used and left running; otherwise one is built and stopped."""
@@ -417,6 +439,7 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
         admin.close()
         log.error("%s", exc)
         return EXIT_FAILED
+    counts = _source_counts(config, metrics)
     own_session = spark is None
     session = spark if spark is not None else build_spark(config)
     job = IngestJob(session, config, metrics, admin)
@@ -436,3 +459,5 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
             session.stop()
         if server is not None:
             server.shutdown()
+        if counts is not None:
+            counts.stop()

@@ -165,6 +165,7 @@ class IngestMetrics(Collector):
         self._buckets = [0] * (len(BATCH_DURATION_BUCKETS) + 1)
         self._duration_sum = 0.0
         self._days: dict[dt.date, int] = {}
+        self._source_days: dict[dt.date, int] = {}
         self._seen_batches: set[int] = set()
 
     # -- feeds -------------------------------------------------------------------------------
@@ -212,6 +213,12 @@ class IngestMetrics(Collector):
             self._duplicate_rows += written.duplicate_rows
             for day, rows in written.rows_by_date.items():
                 self._days[day] = self._days.get(day, 0) + rows
+
+    def source_day_rows(self, rows: Mapping[dt.date, int]) -> None:
+        """Rows the HES holds per closed day (`ingest.hes_source.DayRowsRefresher`): with them, a
+        day's completeness is judged against the source instead of meters × 96 × magnitudes."""
+        with self._lock:
+            self._source_days = dict(rows)
 
     def seed_days(self, stored: Mapping[dt.date, int]) -> None:
         """Rows already in storage per date, read when the job starts."""
@@ -330,12 +337,20 @@ class IngestMetrics(Collector):
         yield days
         ratio = GaugeMetricFamily(
             "vigia_ingest_day_completeness_ratio",
-            "Rows stored ÷ measures expected (meters × 96 × magnitudes), for closed days of the "
-            f"last {DAY_WINDOW} (UTC) from the first day with stored rows (always yesterday); "
-            "served only when the job knows the meter count (--expected-meters).",
+            "Rows stored ÷ measures expected, for closed days of the last "
+            f"{DAY_WINDOW} (UTC): expected = the HES's rows for the day with --hes-dsn (days the "
+            "HES holds rows for), else meters × 96 × magnitudes with --expected-meters (from the "
+            "first day with stored rows, always yesterday); no sample without either.",
             labels=["query", "measure_date"],
         )
-        if self._expected_per_day:
+        if self._source_days:
+            for day in day_window(today)[:-1]:
+                expected = self._source_days.get(day, 0)
+                if expected > 0:
+                    ratio.add_metric(
+                        [self.query, day.isoformat()], self._days.get(day, 0) / expected
+                    )
+        elif self._expected_per_day:
             closed = day_window(today)[:-1]
             # Days before the first stored one predate the pipeline: not "incomplete". Yesterday
             # always counts, so a day with nothing stored at all still shows as 0.

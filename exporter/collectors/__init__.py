@@ -18,6 +18,7 @@ from collections.abc import Callable
 from exporter.collectors.cluster import ClusterCollector
 from exporter.collectors.groups import ConsumerGroupCollector
 from exporter.collectors.health import HealthCollector
+from exporter.collectors.hes import HesCollector
 from exporter.collectors.isr import IsrHistoryCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
@@ -25,6 +26,7 @@ from exporter.collectors.topics import TopicCollector
 from exporter.exposition import text
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.runner import DISABLED, ProbeRunner
+from exporter.source_watch import SourceWatcher
 from exporter.state import ExporterState
 from exporter.version import VERSION
 
@@ -69,6 +71,16 @@ def probe_collector(probe: ProbeRunner | None) -> ProbeCollector:
 
 def render_probe(probe: ProbeRunner | None) -> str:
     return text(probe_collector(probe).collect())
+
+
+def render_source(source: SourceWatcher | None, state: ExporterState | None) -> str:
+    """The HES leg's families (nothing without --hes-dsn): rendered at each scrape like the
+    probe's, from the source watch's last round and this collection's lag seconds."""
+    if source is None:
+        return ""
+    return text(
+        HesCollector(lambda: source.look, lambda: state, source.group, source.topic).collect()
+    )
 
 
 def exposition(state: ExporterState | None, probe: ProbeRunner | None = None) -> str:

@@ -23,6 +23,7 @@ TOP_KEYS = {
     "topics",
     "broker_topic_rates",
     "groups",
+    "source",  # null without --hes-dsn (tests/hes)
     "probe",
     "connect",
 }
