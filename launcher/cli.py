@@ -526,3 +526,7 @@ def _start(args: argparse.Namespace, traffic: plan.DemoTraffic | None = None) ->
         stop_timeout=args.stop_timeout,
         output=sys.stdout,
     )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
