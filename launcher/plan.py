@@ -21,6 +21,8 @@ COMPONENTS = (
 # The simulator writes test traffic into `measure`: never into a real cluster unless asked for.
 DEFAULT_COMPONENTS = ("exporter", "ingest", "dashboard", "prometheus", "alertmanager")
 KAFKA_COMPONENTS = frozenset({"exporter", "ingest", "simulator"})
+# Not compose services: the demo's stand-in for a pager and a ticketing system.
+DEMO_ONLY = frozenset({"receiver"})
 # `--demo`: everything, with the simulator, and a webhook receiver standing in for pager and tickets.
 DEMO_COMPONENTS = (*DEFAULT_COMPONENTS, "simulator", "receiver")
 # Components are modules of this installation, run by the launcher's own interpreter: a console

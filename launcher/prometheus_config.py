@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launcher.plan import COMPONENTS
+from launcher.plan import COMPONENTS, DEMO_ONLY
 
 BROKER_HOST = re.compile(r"kafka-\d+")
 
@@ -148,4 +148,4 @@ def _absolute(pattern: str, base: Path) -> Path:
 
 # docker-compose.yml's services other than the brokers: targets naming one that does not run here
 # are dropped rather than left pointing at a name that does not resolve.
-KNOWN_COMPOSE_HOSTS = frozenset({*COMPONENTS, "grafana", "kafka-init"})
+KNOWN_COMPOSE_HOSTS = frozenset({*COMPONENTS, "grafana", "kafka-init"} - DEMO_ONLY)
