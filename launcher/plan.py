@@ -49,7 +49,7 @@ class DemoTraffic:
 
     start: str  # ISO-8601 UTC, a quarter-hour boundary
     meters: int = 2000  # 8,000 readings per quarter, ~27 messages/s while a quarter is sent
-    outage_after: float = 60.0
+    outage_after: float = 90.0
     outage_duration: float = 150.0
     outage_every: float = 900.0
 

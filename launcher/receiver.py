@@ -30,6 +30,7 @@ def describe(receiver: str, payload: dict[str, Any]) -> list[str]:
     for alert in payload.get("alerts") or []:
         labels = dict(alert.get("labels") or {})
         name = labels.pop("alertname", "?")
+        labels.pop("vigia_console_url", None)  # an external label; the runbook link shows it
         shown = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         runbook = (alert.get("annotations") or {}).get("runbook_url", "no runbook")
         lines.append(f"{receiver}: {alert.get('status', '?')} {name} {{{shown}}} {runbook}")

@@ -127,7 +127,7 @@ def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path:
     assert simulator[3] == "outage"
     for flag, value in (
         ("--start", traffic.start),
-        ("--outage-after", "60"),
+        ("--outage-after", "90"),
         ("--outage-duration", "150"),
         ("--outage-every", "900"),
     ):
