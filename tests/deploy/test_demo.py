@@ -24,9 +24,6 @@ from tests.deploy.compose import REPO
 from tests.deploy.test_launcher_run import MARKER, marked_processes, marker  # noqa: F401
 from tests.servers import MISSING
 
-pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"the demo's 2-minute state includes them; not installed: {MISSING}"
-)
 
 TWO_MINUTES = 120.0
 STOP_TIMEOUT = 5.0
@@ -60,6 +57,30 @@ def until(check: Callable[[], Any], deadline: float, what: str, log: Path) -> An
         time.sleep(1.0)
 
 
+def test_make_demo_makes_the_virtualenv_once_then_reuses_it(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+
+    def planned() -> list[str]:
+        result = subprocess.run(
+            ["make", "-n", "-C", str(REPO), "demo", f"VENV={venv}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [line for line in result.stdout.splitlines() if not line.startswith("make")]
+
+    first = planned()
+    assert first[0] == f"test -x {venv}/bin/python || python3 -m venv {venv}"
+    assert "-m pip install" in first[1] and "-e '.[all]'" in first[1]
+    assert first[-1] == f"{venv}/bin/vigia-stack --demo"
+    venv.mkdir()
+    (venv / ".installed").touch()  # newer than pyproject.toml: installed already
+    assert planned() == [f"{venv}/bin/vigia-stack --demo"]
+
+
+@pytest.mark.skipif(
+    bool(MISSING), reason=f"the demo's 2-minute state includes them; not installed: {MISSING}"
+)
 @pytest.mark.timeout(300)
 def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
     tmp_path: Path,
