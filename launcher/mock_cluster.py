@@ -1,4 +1,4 @@
-"""`python -m launcher.mock_cluster`: hosts librdkafka's mock Kafka cluster for `vigia-stack --demo`.
+"""`python -m launcher.mock_cluster`: hosts librdkafka's mock Kafka cluster for `--demo`.
 
 The mock cluster (`test.mock.num.brokers`) lives inside a librdkafka client and dies with the
 process holding it, so this small process only creates it, creates the topics the demo uses (the

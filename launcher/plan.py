@@ -23,7 +23,7 @@ DEFAULT_COMPONENTS = ("exporter", "ingest", "dashboard", "prometheus", "alertman
 KAFKA_COMPONENTS = frozenset({"exporter", "ingest", "simulator"})
 # Not compose services: the demo's stand-in for a pager and a ticketing system.
 DEMO_ONLY = frozenset({"receiver"})
-# `--demo`: everything, with the simulator, and a webhook receiver standing in for pager and tickets.
+# `--demo`: everything, with the simulator and the receiver.
 DEMO_COMPONENTS = (*DEFAULT_COMPONENTS, "simulator", "receiver")
 # Components are modules of this installation, run by the launcher's own interpreter: a console
 # script found on PATH may belong to another copy of Vigía.

@@ -72,7 +72,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Requests are not worth a line each; notifications are logged by do_POST."""
 
 

@@ -24,7 +24,6 @@ from tests.deploy.compose import REPO
 from tests.deploy.test_launcher_run import MARKER, marked_processes, marker  # noqa: F401
 from tests.servers import MISSING
 
-
 TWO_MINUTES = 120.0
 STOP_TIMEOUT = 5.0
 

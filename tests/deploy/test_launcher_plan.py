@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import shutil
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path

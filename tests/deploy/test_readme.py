@@ -38,7 +38,9 @@ def test_first_screen_gives_the_three_commands() -> None:
     assert ci.rstrip().endswith("make test"), "CI must run the README's test command"
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^up: .env\n\tdocker compose up -d --build$", makefile, re.M)
-    assert re.search(r"^demo: \$\(VENV\)/\.installed\n\t\$\(VENV\)/bin/vigia-stack --demo$", makefile, re.M)
+    assert re.search(
+        r"^demo: \$\(VENV\)/\.installed\n\t\$\(VENV\)/bin/vigia-stack --demo$", makefile, re.M
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
