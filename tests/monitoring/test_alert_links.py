@@ -101,3 +101,15 @@ def test_runbook_index_links_every_runbook_and_unknown_names_are_404(dash_app: S
         assert httpx.get(f"{dash_app.url}/runbooks/{rule['alert']}.md").status_code == 200
     for bad in ("NoSuchAlert", "Bad-Name", "README.md.md", "a.b"):
         assert httpx.get(f"{dash_app.url}/runbooks/{bad}", timeout=10).status_code == 404, bad
+
+
+def test_the_runbooks_ship_with_the_dashboard_package() -> None:
+    """An installed Dash app (wheel, Docker image) finds them without the repository."""
+    link = REPO / "dashboard" / "runbooks"
+    assert link.is_symlink() and link.resolve() == RUNBOOKS.resolve()
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^dashboard = \["runbooks/\*\.md"\]$', pyproject, re.M)
+    dockerfile = (REPO / "docker" / "vigia" / "Dockerfile").read_text()
+    assert "COPY docs/runbooks ./docs/runbooks" in dockerfile
+    ignore = (REPO / "docker" / "vigia" / "Dockerfile.dockerignore").read_text()
+    assert "!docs/runbooks/**" in ignore.splitlines()
