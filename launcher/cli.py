@@ -315,6 +315,17 @@ def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
     only, without, with_ = (plan.parse_names(v) for v in (args.only, args.without, args.with_))
     defaults = plan.DEMO_COMPONENTS if args.demo else plan.DEFAULT_COMPONENTS
     chosen = plan.choose(only, without, with_, defaults)
+    if args.demo:
+        missing = demo.missing_packages(settings)
+        if missing:
+            log.warning(
+                "not installed: %s; `sudo apt-get install -y %s` adds it; the demo goes on "
+                "without %s",
+                ", ".join(missing),
+                " ".join(missing),
+                ", ".join(c for c in chosen if c not in demo.runnable(chosen, missing)),
+            )
+        chosen = demo.runnable(chosen, missing)
     explicit = set(only) | set(with_)
     needs = {
         "prometheus": (settings.prometheus_binary, ["prometheus.yml"]),
@@ -336,17 +347,6 @@ def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
         if reason:
             log.warning("%s: skipping %s", reason, name)
             chosen.remove(name)
-    if args.demo:
-        missing = demo.missing_packages(settings)
-        if missing:
-            log.warning(
-                "not installed: %s; `sudo apt-get install -y %s` adds it; the demo goes on "
-                "without %s",
-                ", ".join(missing),
-                " ".join(missing),
-                ", ".join(sorted({c for p in missing for c in demo.NEEDED_BY[p]} & set(chosen))),
-            )
-        chosen = demo.runnable(chosen, missing)
     if not chosen:
         raise plan.PlanError("no component left to run")
     return chosen

@@ -283,6 +283,23 @@ def test_demo_dry_run_links_alerts_to_its_dash_app_and_notifies_its_receiver(
         assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    argv = ["--demo", "--dry-run", "--run-dir", str(tmp_path)]
+    assert cli.main([*argv, "--prometheus-binary", "", "--alertmanager-binary", ""]) == 0
+    procfile = (tmp_path / "Procfile").read_text()
+    assert [line.split(":")[0] for line in procfile.splitlines()] == [
+        "exporter",
+        "ingest",
+        "simulator",
+        "dashboard",
+    ]
+    (warning,) = [r.getMessage() for r in caplog.records if "apt-get" in r.getMessage()]
+    assert "`sudo apt-get install -y prometheus prometheus-alertmanager`" in warning
+    assert warning.endswith("without prometheus, alertmanager, receiver")
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
