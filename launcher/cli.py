@@ -492,6 +492,7 @@ def _mock_cluster(run_dir: Path, dry_run: bool) -> Iterator[str | None]:
     if dry_run:
         yield "mock-cluster:9092"
         return
+    demo.forget_previous_cluster(run_dir)
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     host = demo.start_mock_cluster(run_dir)
     try:

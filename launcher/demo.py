@@ -93,6 +93,15 @@ def write_receiver_url(settings: plan.Settings, receiver: str) -> str:
     return str(path)
 
 
+def forget_previous_cluster(run_dir: Path) -> None:
+    """Each demo's embedded cluster starts empty: the ingest job's offsets and output from a
+    previous run describe a cluster that is gone (Prometheus keeps its history)."""
+    for stale in (run_dir / "checkpoints", run_dir / "data" / "parquet"):
+        if stale.is_dir():
+            log.info("the previous demo's cluster is gone: removing %s", stale)
+            shutil.rmtree(stale)
+
+
 def start_mock_cluster(run_dir: Path) -> subprocess.Popen[bytes]:
     from exporter.probe.runner import DEFAULT_TOPIC as PROBE_TOPIC
 

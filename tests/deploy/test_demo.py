@@ -92,6 +92,10 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
     for name, port in ports.items():
         argv += [f"--{name}-port", str(port)]
     url = {n: f"http://127.0.0.1:{p}" for n, p in ports.items()}
+    # A previous run's ingest state describes a cluster that is gone: the demo starts over.
+    stale = tmp_path / "demo" / "checkpoints" / "ingest" / "offsets" / "7"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an offset of the previous cluster")
     output = tmp_path / "demo.out"
     started = time.monotonic()
     deadline = started + TWO_MINUTES
@@ -142,6 +146,7 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
         assert "IngestDataStale" in get(url["dashboard"] + "/runbooks/IngestDataStale")
         assert time.monotonic() - started < TWO_MINUTES
 
+        assert not stale.exists()
         running = marked_processes(marker)
         assert "java" in running.values(), "the ingest job's Spark JVM is not running"
         assert any("launcher.mock_cluster" in " ".join(p.cmdline()) for p in running)
