@@ -28,6 +28,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any, Final
@@ -56,7 +57,7 @@ from ingest.metrics import (
     utc_today,
 )
 from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
-from ingest.sinks import ExactlyOnceSink, Output, SinkError
+from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
 
 log = logging.getLogger(__name__)
 
@@ -252,6 +253,24 @@ def stored_day_counts(
     return {row["measure_date"]: int(row["count"]) for row in rows}
 
 
+RUNNING_SINCE_FILE: Final = "vigia-running-since"
+
+
+def running_since(fs: HadoopFs, checkpoint: str, now: Callable[[], float] = time.time) -> float:
+    """When the job first ran with this checkpoint: read from it, or now, written there on the
+    first start. A restart keeps judging the days it was running through before."""
+    path = checkpoint.rstrip("/") + "/" + RUNNING_SINCE_FILE
+    text = fs.read_text(path)
+    if text is not None:
+        try:
+            return float(text.strip())
+        except ValueError:
+            log.warning("%s holds %r, not a timestamp: starting over from now", path, text)
+    since = now()
+    fs.write_text(path, f"{since:.3f}\n")
+    return since
+
+
 def failure_sentence(exc: BaseException) -> str:
     """The one sentence to print for a failed query: ours when the source or the sink raised it
     (Spark wraps it, traceback and all, in its own error)."""
@@ -325,6 +344,7 @@ class IngestJob:
                 (self.config.checkpoint, "checkpoint"),
             ):
                 sink.fs.check_writable(path, what)
+            self.metrics.running_since(running_since(sink.fs, self.config.checkpoint))
             self.metrics.seed_days(stored_day_counts(self.spark, sink, self.config.output))
             self._stream(sink)
         except StreamingQueryException as exc:

@@ -231,6 +231,12 @@ def build_parser() -> _Parser:
         help="wall-clock seconds during which nothing is sent (300)",
     )
     outage.add_argument(
+        "--outage-every",
+        type=_bounded(float, 0),
+        default=_env("outage_every", "0"),
+        help="repeat the outage this many wall-clock seconds after each start; 0 = once (0)",
+    )
+    outage.add_argument(
         "--stop-after-release",
         action=argparse.BooleanOptionalAction,
         default=_truthy(_env("stop_after_release", "false")),
@@ -252,6 +258,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         raise ConfigError(f"--hes-dsn: {exc}") from exc
     except (KafkaOptionError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
+    if args.mode == "outage" and 0 < args.outage_every <= args.outage_duration:
+        raise ConfigError("--outage-every must be longer than --outage-duration")
     if args.sink == "hes":
         if args.hes is None:
             raise ConfigError("--sink hes needs --hes-dsn (or VIGIA_HES_DSN)")
@@ -378,7 +386,12 @@ def _produce(
         else:
             outage = None
             if args.mode == "outage":
-                outage = Outage(args.outage_after, args.outage_duration, args.stop_after_release)
+                outage = Outage(
+                    args.outage_after,
+                    args.outage_duration,
+                    args.stop_after_release,
+                    args.outage_every,
+                )
             runner.live(args.start, args.speed, args.duration, outage)
     finally:
         state.backlog_seconds = 0.0

@@ -31,13 +31,16 @@ def _flags(command: list[str]) -> set[str]:
     return set(FLAG.findall(result.stdout)) - {"--help"}
 
 
-def test_first_screen_gives_the_two_commands() -> None:
+def test_first_screen_gives_the_three_commands() -> None:
     blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
-    assert blocks[:2] == ["make up\n", "make test\n"]
+    assert blocks[:3] == ["make demo\n", "make test\n", "make up\n"]
     ci = (REPO / ".ci" / "run").read_text()
     assert ci.rstrip().endswith("make test"), "CI must run the README's test command"
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^up: .env\n\tdocker compose up -d --build$", makefile, re.M)
+    assert re.search(
+        r"^demo: \$\(VENV\)/\.installed\n\t\$\(VENV\)/bin/vigia-stack --demo$", makefile, re.M
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -75,8 +75,7 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
 
 
 def test_alerts_are_complete_and_consistent() -> None:
-    runbook_base = "https://github.com/vigia-project/vigia/blob/main/docs/runbooks/"
-    dashboards = {p.stem for p in (REPO / "grafana" / "dashboards").glob("*.json")}
+    """Links: tests/monitoring/test_alert_links.py."""
     assert len(ALERT_NAMES) == len(set(ALERT_NAMES))
     for rule in ALERT_RULES:
         name = rule["alert"]
@@ -84,11 +83,6 @@ def test_alerts_are_complete_and_consistent() -> None:
         assert rule["labels"]["severity"] in ("critical", "warning"), name
         assert rule["labels"]["source"] in ("exporter", "ingest", "monitoring", "connect"), name
         notes = rule["annotations"]
-        assert notes["runbook_url"] == f"{runbook_base}{name}.md", name
-        assert (REPO / "docs" / "runbooks" / f"{name}.md").is_file(), name
-        board = r"http://localhost:3000/d/([\w-]+)\?var-cluster=.*"
-        uid = re.fullmatch(board, notes["dashboard_url"])
-        assert uid and uid.group(1) in dashboards, (name, notes["dashboard_url"])
         assert "{{ $labels.cluster }}" in notes["summary"], name
         assert (
             "$value" in notes["summary"] + notes["description"] or "$labels" in notes["description"]
