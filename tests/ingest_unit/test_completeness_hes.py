@@ -127,6 +127,8 @@ def test_the_daily_ratio_uses_the_hes_counts(hes: HesDatabase) -> None:
     _load_hes(hes, source)
     metrics = IngestMetrics("q", clock=clock, expected_per_day=10_000)
     metrics.seed_days({DAY: len(source) - 4, DAY + dt.timedelta(days=1): 7})
+    # The job was running through both closed days (only those are judged, in either mode).
+    metrics.running_since(dt.datetime(DAY.year, DAY.month, DAY.day, tzinfo=dt.UTC).timestamp())
     refresher = DayRowsRefresher(
         parse_dsn(hes.dsn("reader")),
         lambda: day_window(today)[:-1],
