@@ -1,8 +1,10 @@
 """HTTP endpoints. Handlers only read the service's latest state: they never wait for Kafka.
 
-The exposition text and the JSON are computed once per collection and then served from cache.
-The probe's part (its families, the JSON's "probe" section) is small and has its own schedule: it
-is rendered from the runner's in-memory counters at each request and appended to the cached part.
+The exposition text and the JSON are computed at most once per collection, by the first request
+that asks for them, and then served from cache as bytes: a collection nobody scrapes costs no
+rendering. The probe's part (its families, the JSON's "probe" section) is small and has its own
+schedule: it is rendered from the runner's in-memory counters at each request and appended to the
+cached part.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from exporter import api
 from exporter.collectors import render, render_probe
 from exporter.exposition import CONTENT_TYPE
+from exporter.granularity import DEFAULT, Granularity
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
 from exporter.state import ExporterState
@@ -49,8 +52,14 @@ class _PerState:
         return value
 
 
-def create_app(service: CollectionService, *, manage_service: bool = True) -> FastAPI:
-    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop."""
+def create_app(
+    service: CollectionService,
+    *,
+    manage_service: bool = True,
+    granularity: Granularity = DEFAULT,
+) -> FastAPI:
+    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop.
+    /metrics serves the families at `granularity`; /api/v1/cluster always has full detail."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -63,16 +72,9 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
                 service.stop()
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
-    exposition = _PerState(lambda s: render(s).encode("utf-8"))
+    exposition = _PerState(lambda s: render(s, granularity).encode("utf-8"))
     # The document without its closing brace, so that the probe section can follow.
     cluster = _PerState(lambda s: None if s is None else _json_bytes(api.state_json(s))[:-1])
-
-    def prepare(state: ExporterState) -> None:
-        """Runs on the collection thread, so that scrapes only copy bytes."""
-        exposition.get(state)
-        cluster.get(state)
-
-    service.add_listener(prepare)
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -51,7 +51,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         probe=probe,
     )
     server = uvicorn.Server(
-        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+        uvicorn.Config(
+            create_app(service, granularity=config.granularity),
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+        )
     )
     log.info(
         "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s, lag status "
