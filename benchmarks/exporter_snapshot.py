@@ -21,6 +21,7 @@ import time
 import tracemalloc
 from array import array
 from collections import deque
+from dataclasses import dataclass
 from types import FunctionType, MappingProxyType, MethodType, ModuleType
 
 from common.logs import setup_logging
@@ -48,26 +49,71 @@ from exporter.state import ExporterState, History, derive
 log = logging.getLogger("benchmarks.exporter_snapshot")
 
 
-def synthetic_snapshot(
-    brokers: int,
-    partitions: int,
-    rf: int,
-    groups: int,
-    *,
-    partitions_per_topic: int = 100,
-    collected_at: float = 1_800_000_000.0,
-    offset_base: int = 1_000_000,
-) -> ClusterSnapshot:
-    """A healthy cluster: replicas round-robin, all in sync; group i reads topic i mod topics."""
-    rf = min(rf, brokers)
+@dataclass(frozen=True)
+class Shape:
+    """A cluster's size: topics as (name, partitions, replication factor), groups as (group id,
+    the topics it reads, all of whose partitions it commits)."""
+
+    brokers: int
+    topics: tuple[tuple[str, int, int], ...]
+    groups: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def uniform_shape(
+    brokers: int, partitions: int, rf: int, groups: int, partitions_per_topic: int = 100
+) -> Shape:
+    """Topics of `partitions_per_topic` partitions; group i reads topic i mod topics."""
     n_topics = max(1, -(-partitions // partitions_per_topic))
+    topics = tuple(
+        (f"topic-{t:05d}", min(partitions_per_topic, partitions - t * partitions_per_topic), rf)
+        for t in range(n_topics)
+    )
+    return Shape(
+        brokers,
+        topics,
+        tuple((f"group-{g:04d}", (topics[g % n_topics][0],)) for g in range(groups)),
+    )
+
+
+def _topics_of(prefix: str, count: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}-{t:02d}" for t in range(count))
+
+
+# The cluster of issue 10, where kafka_exporter 1.9.0 served 24,893 series: 3 brokers, 2,090
+# partitions (40 topics of 50, __consumer_offsets, Kafka Connect's and a schema topic) holding
+# 6,231 replicas; 55 groups committing 5,018 partitions of 102 topics.
+_TOPIC = _topics_of("topic", 40)
+ISSUE_10_CLUSTER = Shape(
+    brokers=3,
+    topics=(
+        *((t, 50, 3) for t in _TOPIC),
+        ("__consumer_offsets", 50, 3),
+        ("connect-offsets", 21, 2),
+        ("connect-status", 13, 2),
+        ("connect-configs", 5, 2),
+        ("_schemas", 1, 3),
+    ),
+    groups=(
+        *((f"app-{g:02d}", (_TOPIC[g % 40],)) for g in range(45)),
+        *((f"pipeline-{g}", tuple(_TOPIC[(5 * g + k) % 40] for k in range(5))) for g in range(9)),
+        ("pipeline-9", (*_TOPIC[25:35], "connect-status", "connect-configs")),
+    ),
+)
+
+
+def shaped_snapshot(
+    shape: Shape, *, collected_at: float = 1_800_000_000.0, offset_base: int = 1_000_000
+) -> ClusterSnapshot:
+    """A healthy cluster of this shape: replicas round-robin, all in sync, every group 500
+    messages behind on every partition it reads."""
+    brokers = shape.brokers
     topics = []
     replicas_on: dict[int, list[LogDirPartition]] = {b: [] for b in range(1, brokers + 1)}
     made = 0
-    for t in range(n_topics):
-        name = f"topic-{t:05d}"
+    for name, count, topic_rf in shape.topics:
+        rf = min(topic_rf, brokers)
         parts = []
-        for p in range(min(partitions_per_topic, partitions - made)):
+        for p in range(count):
             replicas = tuple((made + p + r) % brokers + 1 for r in range(rf))
             latest = offset_base + 1000 * p
             parts.append(Partition(p, replicas[0], replicas, replicas, (), 0, latest))
@@ -77,21 +123,21 @@ def synthetic_snapshot(
         topics.append(
             Topic(name, False, tuple(parts), MappingProxyType({"min.insync.replicas": "2"}))
         )
+    by_name = {t.name: t for t in topics}
     group_list = []
-    for g in range(groups):
-        topic = topics[g % len(topics)]
+    for g, (group_id, read) in enumerate(shape.groups):
+        owned = [(by_name[t], p) for t in read for p in by_name[t].partitions]
         committed = tuple(
-            CommittedOffset(topic.name, p.partition, (p.latest_offset or 0) - 500)
-            for p in topic.partitions
+            CommittedOffset(t.name, p.partition, (p.latest_offset or 0) - 500) for t, p in owned
         )
         member = GroupMember(
             f"consumer-{g}-member",
             f"consumer-{g}",
             "/10.0.0.1",
-            tuple(TopicPartitionRef(topic.name, p.partition) for p in topic.partitions),
+            tuple(TopicPartitionRef(t.name, p.partition) for t, p in owned),
         )
         group_list.append(
-            ConsumerGroup(f"group-{g:04d}", "STABLE", "CLASSIC", "range", 1, (member,), committed)
+            ConsumerGroup(group_id, "STABLE", "CLASSIC", "range", 1, (member,), committed)
         )
     return ClusterSnapshot(
         collected_at=collected_at,
@@ -108,6 +154,21 @@ def synthetic_snapshot(
         quorum=Quorum(1, (), ()),
         broker_min_insync_replicas=2,
     )
+
+
+def synthetic_snapshot(
+    brokers: int,
+    partitions: int,
+    rf: int,
+    groups: int,
+    *,
+    partitions_per_topic: int = 100,
+    collected_at: float = 1_800_000_000.0,
+    offset_base: int = 1_000_000,
+) -> ClusterSnapshot:
+    """A healthy cluster of `uniform_shape`."""
+    shape = uniform_shape(brokers, partitions, rf, groups, partitions_per_topic)
+    return shaped_snapshot(shape, collected_at=collected_at, offset_base=offset_base)
 
 
 def _deep_size(root: object) -> int:

@@ -17,6 +17,7 @@ import httpx
 import uvicorn
 
 from exporter.app import create_app
+from exporter.granularity import FULL, Granularity
 from exporter.service import CollectionService
 from tests.conftest import free_port
 from tests.exporter.exposition import Samples, samples
@@ -75,12 +76,20 @@ def exporter_process(log: Path, *args: str) -> Iterator[Running]:
 
 
 @contextmanager
-def exporter_thread(service: CollectionService) -> Iterator[Running]:
-    """The real app under uvicorn in a thread (for exporters built around injected clients)."""
+def exporter_thread(
+    service: CollectionService, granularity: Granularity = FULL
+) -> Iterator[Running]:
+    """The real app under uvicorn in a thread (for exporters built around injected clients),
+    serving every per-partition family unless told otherwise."""
     sock = socket.create_server(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+        uvicorn.Config(
+            create_app(service, granularity=granularity),
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+        )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
