@@ -52,13 +52,24 @@ def wait_for(check: Callable[[], object], timeout: float = 30, what: str = "cond
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
 
 
+# The settings of granularity.FULL as flags (the last occurrence of a flag wins).
+FULL_DETAIL = (
+    "--topic-offsets-granularity=partition",
+    "--partition-state-granularity=partition",
+    "--group-offsets-granularity=partition",
+    "--group-lag-granularity=partition",
+    "--replica-series=all",
+)
+
+
 @contextmanager
 def exporter_process(log: Path, *args: str) -> Iterator[Running]:
-    """`python -m exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then SIGKILL)."""
+    """`python -m exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then SIGKILL).
+    It serves every per-partition and per-replica family unless `args` set a granularity."""
     port = free_port()
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter.cli", "--port", str(port), *args],
+            [sys.executable, "-m", "exporter.cli", "--port", str(port), *FULL_DETAIL, *args],
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -29,12 +29,6 @@ from tests.exporter.live import exporter_process, exporter_thread, tcp_proxy, wa
 # The mock's admin gaps make these phases fail on every collection.
 MOCK_UNSUPPORTED = {"cluster", "configs", "groups", "log_dirs"}
 FAST = ("--collection-interval", "0.5", "--collection-timeout", "1.5")
-# Every per-partition and per-replica family (the other two groups are per partition by default).
-FULL_DETAIL = (
-    "--partition-state-granularity=partition",
-    "--group-lag-granularity=partition",
-    "--replica-series=all",
-)
 
 
 def _produce(bootstrap: str, topic: str, count: int) -> Counter[int]:
@@ -69,7 +63,7 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
     leaders = {p.id: p.leader for p in metadata.topics["readings"].partitions.values()}
 
     with exporter_process(
-        tmp_path / "exporter.log", "--bootstrap-servers", bootstrap, *FAST, *FULL_DETAIL
+        tmp_path / "exporter.log", "--bootstrap-servers", bootstrap, *FAST
     ) as exp:
         found = wait_for(
             lambda: _offsets(exp.metrics(), "readings") and exp.metrics(), what="offsets"
