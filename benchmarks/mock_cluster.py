@@ -1,9 +1,10 @@
 """librdkafka's mock cluster in a child process, filled with topics, one message per partition and
 consumer groups' commits, so that a benchmark's process CPU time is the exporter's alone.
 
-The mock auto-creates topics of 4 partitions on first produce, and lacks ListGroups;
-`MockGapsAdmin` lists the groups it was told about and names each group's partitions in OffsetFetch
-(the mock answers "all topics" empty), as a real broker would answer.
+The mock auto-creates topics of 4 partitions on first produce, lacks ListGroups and never answers
+DescribeConfigs; `MockGapsAdmin` lists the groups it was told about, names each group's partitions
+in OffsetFetch (the mock answers "all topics" empty), as a real broker would answer, and fails
+DescribeConfigs at once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupListing, ListConsumerGroupsResult
 
 MOCK_PARTITIONS_PER_TOPIC = 4  # the mock's default for auto-created topics
@@ -85,6 +86,16 @@ class MockGapsAdmin(AdminClient):  # type: ignore[misc]
     def __init__(self, config: Mapping[str, Any], groups: Mapping[str, list[str]]) -> None:
         super().__init__(dict(config))
         self._groups = groups
+
+    def describe_configs(self, resources: list[Any], **kwargs: Any) -> dict[Any, Future[Any]]:
+        """The mock never answers DescribeConfigs; a real broker answers at once."""
+        futures: dict[Any, Future[Any]] = {}
+        for resource in resources:
+            futures[resource] = Future()
+            futures[resource].set_exception(
+                KafkaException(KafkaError(KafkaError._UNSUPPORTED_FEATURE))
+            )
+        return futures
 
     def list_consumer_groups(self, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()

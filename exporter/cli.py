@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -20,6 +21,15 @@ from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
 
 log = logging.getLogger("exporter")
+
+
+def tune_gc() -> None:
+    """The exporter's state is acyclic and freed by reference counting; the cyclic collector's
+    full collections only rescan its large, long-lived history and the imported modules, about a
+    quarter of derive's and render's CPU at 2,000 partitions (benchmarks/exporter_snapshot.py).
+    Never rescan what startup created, and collect the oldest generation 100 times less often."""
+    gc.freeze()
+    gc.set_threshold(700, 10, 1000)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -68,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         config.collection_timeout,
         config.lag_status_window,
     )
+    tune_gc()
     try:
         server.run(sockets=[sock])
     finally:

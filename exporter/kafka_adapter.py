@@ -279,13 +279,15 @@ class KafkaAdapter:
                 continue
             partitions = tuple(
                 Partition(
-                    partition=p.id,
-                    leader=p.leader,
-                    replicas=tuple(p.replicas),
-                    isr=tuple(p.isrs),
+                    p.id,
+                    p.leader,
+                    tuple(p.replicas),
+                    tuple(p.isrs),
                     # confluent-kafka does not expose the field; a replica on a broker missing
                     # from metadata is what Kafka reports as offline in that case.
-                    offline_replicas=tuple(r for r in p.replicas if r not in live_brokers),
+                    ()
+                    if live_brokers.issuperset(p.replicas)
+                    else tuple(r for r in p.replicas if r not in live_brokers),
                 )
                 for _, p in sorted(meta.partitions.items())
             )
@@ -528,15 +530,16 @@ def _with_configs_and_offsets(
     configs: Mapping[str, Mapping[str, str]],
     offsets: Mapping[tuple[str, int], tuple[int | None, int | None]],
 ) -> Topic:
-    partitions = []
-    for p in topic.partitions:
-        earliest, latest = offsets.get((topic.name, p.partition), (None, None))
-        partitions.append(replace(p, earliest_offset=earliest, latest_offset=latest))
-    return replace(
-        topic,
-        configs=MappingProxyType(dict(configs.get(topic.name, {}))),
-        partitions=tuple(partitions),
+    none = (None, None)
+    name = topic.name
+    # Positional constructors: dataclasses.replace costs several times more, per partition.
+    partitions = tuple(
+        Partition(p.partition, p.leader, p.replicas, p.isr, p.offline_replicas, *found)
+        for p in topic.partitions
+        for found in (offsets.get((name, p.partition), none),)
     )
+    configs_of = MappingProxyType(dict(configs.get(name, {})))
+    return Topic(name, topic.internal, partitions, configs_of)
 
 
 def _result(
