@@ -77,6 +77,7 @@ TOPIC_CONFIG_KEYS = (
     "segment.bytes",
 )
 T = TypeVar("T")
+OFFSETS_PER_CALL = 500
 
 
 def error_text(exc: object) -> str:
@@ -350,33 +351,41 @@ class KafkaAdapter:
             phases.timed("offsets", started)
             return {}
         results: dict[str, dict[tuple[str, int], int]] = {"earliest": {}, "latest": {}}
-        futures: dict[str, Future[Mapping[Any, Any]]] = {}
+        futures: dict[str, Future[Mapping[Any, Any]]] = {}  # "kind/chunk"
         failures: list[str] = []
         specs = {
             "earliest": OffsetSpec.earliest(),  # type: ignore[no-untyped-call]
             "latest": OffsetSpec.latest(),  # type: ignore[no-untyped-call]
         }
+        # librdkafka's ListOffsets costs more than linearly in the partitions of one call.
+        chunks = [tps[i : i + OFFSETS_PER_CALL] for i in range(0, len(tps), OFFSETS_PER_CALL)]
         for kind, spec in specs.items():
-            try:
-                futures[kind] = _list_offsets(self._admin, tps, spec, deadline.remaining())
-            except Exception as exc:
-                failures.append(f"{kind}: {error_text(exc)}")
+            for n, chunk in enumerate(chunks):
+                try:
+                    futures[f"{kind}/{n}"] = _list_offsets(
+                        self._admin, chunk, spec, deadline.remaining()
+                    )
+                except Exception as exc:
+                    failures.append(f"{kind}: {error_text(exc)}")
         wait(futures.values(), timeout=deadline.remaining())
-        for kind, future in futures.items():
+        answered = dict.fromkeys(specs, 0)
+        for key, future in futures.items():
+            kind = key.partition("/")[0]
             try:
                 answers = future.result(timeout=0)
             except Exception as exc:
                 failures.append(f"{kind}: {error_text(exc)}")
                 continue
             found = results[kind]
+            answered[kind] += len(answers)
             for tp, answer in answers.items():
                 if isinstance(answer, BaseException | KafkaError):
                     failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(answer)}")
                 else:
                     found[(tp.topic, tp.partition)] = answer.offset
-            missing = len(tps) - len(answers)
-            if missing:
-                failures.append(f"{kind}: {missing} partitions not answered")
+        for kind, count in answered.items():
+            if count < len(tps):
+                failures.append(f"{kind}: {len(tps) - count} partitions not answered")
         if failures:
             phases.fail("offsets", _summary(failures, 2 * len(tps), "partition offsets"))
         phases.timed("offsets", started)
