@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from exporter.app import create_app
-from exporter.granularity import FULL
+from exporter.granularity import DEFAULT, FULL, Granularity
 from exporter.service import GRACE_SECONDS, CollectionService
 from exporter.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
 from tests.exporter.exposition import samples, value
@@ -196,3 +196,33 @@ def test_unreachable_cluster_retries_with_backoff_and_recovers(
     down[0] = True
     service.collect_once()
     assert delays()[-1] == "1"  # the backoff starts over after a recovery
+
+
+def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import exporter.app
+
+    rendered: list[object] = []
+
+    def counting_render(state: object, granularity: Granularity = DEFAULT) -> str:
+        rendered.append(state)
+        return real_render(state, granularity)  # type: ignore[arg-type]
+
+    real_render = exporter.app.render
+    monkeypatch.setattr(exporter.app, "render", counting_render)
+    service = CollectionService(FakeCluster(snapshot("healthy")).adapter().collect, 60, 5)
+    with TestClient(create_app(service, manage_service=False)) as client:
+        service.collect_once()
+        service.collect_once()  # nobody scraped the first one: it is never rendered
+        assert rendered == []
+        first, second = client.get("/metrics"), client.get("/metrics")
+        assert rendered == [service.state]
+        assert first.content == second.content
+        # The default granularity: per-topic state families, no per-partition ones.
+        names = {name for name, _ in samples(first.text)}
+        assert "kafka_topic_under_replicated_partitions" in names
+        assert "kafka_topic_partition_under_replicated_partition" not in names
+        service.collect_once()
+        client.get("/metrics")
+        assert len(rendered) == 2
