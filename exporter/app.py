@@ -31,24 +31,35 @@ from exporter.version import VERSION
 
 
 class _PerState:
-    """A value per state object, built once; the last two are kept so that a scrape that read the
-    previous state just before a new one was published is still served from cache."""
+    """A value per state object, built once, by the first request that needs it; the last two are
+    kept so that a scrape that read the previous state just before a new one was published is
+    still served from cache."""
 
     def __init__(self, build: Callable[[ExporterState | None], Any]) -> None:
         self._build = build
         self._lock = threading.Lock()
+        # Concurrent first requests (two Prometheus servers) wait for one build, not make two.
+        self._building = threading.Lock()
         self._cache: dict[int, tuple[ExporterState | None, Any]] = {}
 
-    def get(self, state: ExporterState | None) -> Any:
+    def _cached(self, state: ExporterState | None) -> tuple[bool, Any]:
         with self._lock:
             hit = self._cache.get(id(state))
-        if hit is not None and hit[0] is state:
-            return hit[1]
-        value = self._build(state)  # outside the lock: a slow build never blocks other readers
-        with self._lock:
-            self._cache[id(state)] = (state, value)
-            while len(self._cache) > 2:
-                del self._cache[next(iter(self._cache))]
+        return (True, hit[1]) if hit is not None and hit[0] is state else (False, None)
+
+    def get(self, state: ExporterState | None) -> Any:
+        found, value = self._cached(state)
+        if found:
+            return value
+        with self._building:  # cached readers never wait for it
+            found, value = self._cached(state)
+            if found:
+                return value
+            value = self._build(state)
+            with self._lock:
+                self._cache[id(state)] = (state, value)
+                while len(self._cache) > 2:
+                    del self._cache[next(iter(self._cache))]
         return value
 
 
