@@ -797,14 +797,14 @@ def consumers_board() -> Board:
             ),
             Panel(
                 # Per partition with --group-lag-granularity=partition, else per topic.
-                "Lag per partition (seconds)",
+                "Lag per partition or topic (seconds)",
                 (
                     q(
                         "max by (consumergroup, topic, partition) "
                         f"(kafka_consumergroup_lag_seconds{{{CGT}}}) or on (consumergroup, topic) "
                         "max by (consumergroup, topic) "
                         f"(kafka_consumergroup_max_lag_seconds{{{CGT}}})",
-                        "{{consumergroup}} {{topic}}-{{partition}}",
+                        "{{consumergroup}} {{topic}} {{partition}}",
                     ),
                 ),
                 unit="s",
@@ -841,7 +841,7 @@ def consumers_board() -> Board:
             ),
             Panel(
                 # Per partition with --group-lag-granularity=partition, else per topic.
-                "Partition status",
+                "Partition or topic status",
                 (
                     q(
                         "max by (consumergroup, topic, partition) "

@@ -2,8 +2,9 @@
 
 Each collector builds its families afresh from an `ExporterState` whenever it is collected, so
 topics and groups that disappeared from the cluster disappear from /metrics at the next
-collection. They only read that state, never Kafka; the app renders each state once, on the
-collection thread, and serves the text from cache.
+collection. They only read that state, never Kafka; the app renders each state at most once, when
+it is first scraped, and serves the bytes from cache. Per-partition and per-replica families are
+built only at the granularity asked for (`exporter.granularity`).
 
 The probe's families are the exception: the probe runs on its own threads and schedule, so they
 are rendered from the runner's counters at each scrape (`render_probe`, a few dozen lines; reading
