@@ -1,8 +1,10 @@
 """HTTP endpoints. Handlers only read the service's latest state: they never wait for Kafka.
 
-The exposition text and the JSON are computed once per collection and then served from cache.
-The probe's part (its families, the JSON's "probe" section) is small and has its own schedule: it
-is rendered from the runner's in-memory counters at each request and appended to the cached part.
+The exposition text and the JSON are computed at most once per collection, by the first request
+that asks for them, and then served from cache as bytes: a collection nobody scrapes costs no
+rendering. The probe's part (its families, the JSON's "probe" section) is small and has its own
+schedule: it is rendered from the runner's in-memory counters at each request and appended to the
+cached part.
 The Connect watchers' part (exporter.connect) is appended the same way, from their last polls.
 """
 
@@ -24,6 +26,7 @@ from exporter.collectors import render, render_probe, render_source
 from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.watcher import ConnectWatcher
 from exporter.exposition import CONTENT_TYPE
+from exporter.granularity import DEFAULT, Granularity
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
 from exporter.source_watch import SourceWatcher
@@ -32,24 +35,35 @@ from exporter.version import VERSION
 
 
 class _PerState:
-    """A value per state object, built once; the last two are kept so that a scrape that read the
-    previous state just before a new one was published is still served from cache."""
+    """A value per state object, built once, by the first request that needs it; the last two are
+    kept so that a scrape that read the previous state just before a new one was published is
+    still served from cache."""
 
     def __init__(self, build: Callable[[ExporterState | None], Any]) -> None:
         self._build = build
         self._lock = threading.Lock()
+        # Concurrent first requests (two Prometheus servers) wait for one build, not make two.
+        self._building = threading.Lock()
         self._cache: dict[int, tuple[ExporterState | None, Any]] = {}
 
-    def get(self, state: ExporterState | None) -> Any:
+    def _cached(self, state: ExporterState | None) -> tuple[bool, Any]:
         with self._lock:
             hit = self._cache.get(id(state))
-        if hit is not None and hit[0] is state:
-            return hit[1]
-        value = self._build(state)  # outside the lock: a slow build never blocks other readers
-        with self._lock:
-            self._cache[id(state)] = (state, value)
-            while len(self._cache) > 2:
-                del self._cache[next(iter(self._cache))]
+        return (True, hit[1]) if hit is not None and hit[0] is state else (False, None)
+
+    def get(self, state: ExporterState | None) -> Any:
+        found, value = self._cached(state)
+        if found:
+            return value
+        with self._building:  # cached readers never wait for it
+            found, value = self._cached(state)
+            if found:
+                return value
+            value = self._build(state)
+            with self._lock:
+                self._cache[id(state)] = (state, value)
+                while len(self._cache) > 2:
+                    del self._cache[next(iter(self._cache))]
         return value
 
 
@@ -59,9 +73,11 @@ def create_app(
     manage_service: bool = True,
     connect: Sequence[ConnectWatcher] = (),
     source: SourceWatcher | None = None,
+    granularity: Granularity = DEFAULT,
 ) -> FastAPI:
     """The exporter's FastAPI app; with manage_service it starts and stops the collection loop,
-    the Connect watchers (each polls its Connect cluster on its own thread) and the source watch."""
+    the Connect watchers (each polls its Connect cluster on its own thread) and the source watch.
+    /metrics serves the families at `granularity`; /api/v1/cluster always has full detail."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -82,16 +98,10 @@ def create_app(
                 service.stop()
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
-    exposition = _PerState(lambda s: render(s).encode("utf-8"))
+    exposition = _PerState(lambda s: render(s, granularity).encode("utf-8"))
     # The document without its closing brace, so that the probe section can follow.
     cluster = _PerState(lambda s: None if s is None else _json_bytes(api.state_json(s))[:-1])
 
-    def prepare(state: ExporterState) -> None:
-        """Runs on the collection thread, so that scrapes only copy bytes."""
-        exposition.get(state)
-        cluster.get(state)
-
-    service.add_listener(prepare)
     connect_exposition = CachedExposition()
 
     @app.get("/metrics")

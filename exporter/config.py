@@ -11,11 +11,12 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from common.hes import Dsn, DsnError, parse_dsn
 from common.kafka_config import KafkaOptionError, merged
 from exporter.filters import Filters, NameFilter
+from exporter.granularity import DEFAULT, Granularity, Level, Replicas
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
 from exporter.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
@@ -30,6 +31,7 @@ _CONNECT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
+_Choice = TypeVar("_Choice", Level, Replicas)
 
 
 class ConfigError(ValueError):
@@ -62,6 +64,7 @@ class ExporterConfig:
     record_budget: RecordBudget = field(default_factory=RecordBudget)
     connect_urls: tuple[ConnectTarget, ...] = ()
     source: SourceSettings = SourceSettings()
+    granularity: Granularity = DEFAULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,36 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "VIGIA_EXPORTER_LAG_RECORD_TIMEOUT",
         f"{DEFAULT_SECONDS:g}",
         "seconds one collection may spend reading record timestamps, within --collection-timeout",
+    ),
+    "--topic-offsets-granularity": (
+        "VIGIA_EXPORTER_TOPIC_OFFSETS_GRANULARITY",
+        DEFAULT.topic_offsets,
+        "partition: kafka_topic_partition_current_offset and _oldest_offset per partition; "
+        "topic: none (per-topic families only)",
+    ),
+    "--partition-state-granularity": (
+        "VIGIA_EXPORTER_PARTITION_STATE_GRANULARITY",
+        DEFAULT.partition_state,
+        "partition: leader, replicas, ISR and health flags per partition "
+        "(kafka_topic_partition_*); topic: only their per-topic counts",
+    ),
+    "--group-offsets-granularity": (
+        "VIGIA_EXPORTER_GROUP_OFFSETS_GRANULARITY",
+        DEFAULT.group_offsets,
+        "partition: kafka_consumergroup_current_offset and _lag per partition; "
+        "topic: only their per-topic sums",
+    ),
+    "--group-lag-granularity": (
+        "VIGIA_EXPORTER_GROUP_LAG_GRANULARITY",
+        DEFAULT.group_lag,
+        "partition: kafka_consumergroup_lag_seconds and _partition_status per partition; "
+        "topic: only the per-topic maximum and status",
+    ),
+    "--replica-series": (
+        "VIGIA_EXPORTER_REPLICA_SERIES",
+        DEFAULT.replicas,
+        "kafka_partition_replica_* series: all replicas, out-of-sync (only replicas outside the "
+        "ISR) or off",
     ),
     "--probe-topic": (
         "VIGIA_PROBE_TOPIC",
@@ -234,6 +267,15 @@ def parse_config(
         group=args.pipeline_group,
         topic=args.pipeline_topic,
     )
+    granularity = Granularity(
+        topic_offsets=_choice(Level, args.topic_offsets_granularity, "--topic-offsets-granularity"),
+        partition_state=_choice(
+            Level, args.partition_state_granularity, "--partition-state-granularity"
+        ),
+        group_offsets=_choice(Level, args.group_offsets_granularity, "--group-offsets-granularity"),
+        group_lag=_choice(Level, args.group_lag_granularity, "--group-lag-granularity"),
+        replicas=_choice(Replicas, args.replica_series, "--replica-series"),
+    )
     level = str(args.log_level).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"--log-level: unknown level {args.log_level!r}")
@@ -263,6 +305,7 @@ def parse_config(
         ),
         connect_urls=_connect_targets(args.connect_url or _split(env.get(CONNECT_URLS_ENV, ""))),
         source=source,
+        granularity=granularity,
     )
 
 
@@ -296,6 +339,14 @@ def _regex(pattern: str | None, flag: str) -> re.Pattern[str] | None:
         return re.compile(pattern)
     except re.error as exc:
         raise ConfigError(f"{flag}: invalid regular expression {pattern!r}: {exc}") from exc
+
+
+def _choice(kind: type[_Choice], raw: str, flag: str) -> _Choice:
+    try:
+        return kind(raw.strip().lower())
+    except ValueError:
+        allowed = ", ".join(member.value for member in kind)
+        raise ConfigError(f"{flag}: {raw!r} is not one of {allowed}") from None
 
 
 def _positive(raw: str, flag: str) -> float:

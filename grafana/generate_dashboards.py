@@ -156,7 +156,7 @@ def kafka_cluster_board() -> Board:
             ),
             Panel(
                 "Offline partitions",
-                (q(f"sum(topic:kafka_topic_partition_offline:sum{{{C}}})", "offline"),),
+                (q(f"sum(topic:kafka_topic_offline_partitions:sum{{{C}}})", "offline"),),
                 kind="stat",
                 width=4,
                 height=4,
@@ -164,7 +164,12 @@ def kafka_cluster_board() -> Board:
             ),
             Panel(
                 "Under min ISR",
-                (q(f"sum(topic:kafka_topic_partition_under_min_isr:sum{{{C}}})", "under min ISR"),),
+                (
+                    q(
+                        f"sum(topic:kafka_topic_under_min_isr_partitions:sum{{{C}}})",
+                        "under min ISR",
+                    ),
+                ),
                 kind="stat",
                 width=4,
                 height=4,
@@ -174,7 +179,7 @@ def kafka_cluster_board() -> Board:
                 "Under-replicated",
                 (
                     q(
-                        f"sum(topic:kafka_topic_partition_under_replicated_partition:sum{{{C}}})",
+                        f"sum(topic:kafka_topic_under_replicated_partitions:sum{{{C}}})",
                         "URP",
                     ),
                 ),
@@ -187,7 +192,7 @@ def kafka_cluster_board() -> Board:
                 "Leaders not on preferred replica",
                 (
                     q(
-                        f"sum(cluster:kafka_topic_partition_leader_not_preferred:sum{{{C}}})",
+                        f"sum(cluster:kafka_topic_leader_not_preferred_partitions:sum{{{C}}})",
                         "not preferred",
                     ),
                 ),
@@ -274,14 +279,14 @@ def kafka_cluster_board() -> Board:
                 "URP, under min ISR and offline partitions by topic",
                 (
                     q(
-                        f"topic:kafka_topic_partition_under_replicated_partition:sum{{{CT}}}",
+                        f"topic:kafka_topic_under_replicated_partitions:sum{{{CT}}}",
                         "URP {{topic}}",
                     ),
                     q(
-                        f"topic:kafka_topic_partition_under_min_isr:sum{{{CT}}}",
+                        f"topic:kafka_topic_under_min_isr_partitions:sum{{{CT}}}",
                         "under min ISR {{topic}}",
                     ),
-                    q(f"topic:kafka_topic_partition_offline:sum{{{CT}}}", "offline {{topic}}"),
+                    q(f"topic:kafka_topic_offline_partitions:sum{{{CT}}}", "offline {{topic}}"),
                 ),
                 width=12,
             ),
@@ -299,7 +304,10 @@ def kafka_cluster_board() -> Board:
                 "Longest out-of-sync replica per broker",
                 (
                     q(
-                        f"max by (broker) (kafka_partition_replica_out_of_sync_seconds{{{CBT}}})",
+                        # Only out-of-sync replicas have series by default: 0 for the others.
+                        f"max by (broker) (kafka_partition_replica_out_of_sync_seconds{{{CBT}}}) "
+                        "or on (broker) 0 * max by (broker) "
+                        f"(kafka_broker_leader_partitions{{{CB}}})",
                         "broker {{broker}}",
                     ),
                 ),
@@ -669,12 +677,12 @@ def topics_board() -> Board:
                 width=12,
             ),
             Panel(
-                "Largest partitions (leader replica)",
+                "Average partition size (leader replicas)",
                 (
                     q(
-                        "topk(10, max by (topic, partition) "
-                        f"(kafka_partition_replica_size_bytes{{{CBT}}}))",
-                        "{{topic}}-{{partition}}",
+                        f"topk(10, max by (topic) (kafka_topic_leader_size_bytes{{{CT}}}) "
+                        f"/ max by (topic) (kafka_topic_partitions{{{CT}}}))",
+                        "{{topic}}",
                     ),
                 ),
                 unit="bytes",
@@ -708,7 +716,7 @@ def topics_board() -> Board:
                 "Replication factor per topic",
                 (
                     q(
-                        f"max by (topic) (kafka_topic_partition_replicas{{{CT}}})",
+                        f"max by (topic) (kafka_topic_replication_factor{{{CT}}})",
                         "{{topic}}",
                         instant=True,
                     ),
@@ -717,10 +725,10 @@ def topics_board() -> Board:
                 width=8,
             ),
             Panel(
-                "Partition leaders",
+                "Partitions led per topic and broker",
                 (
                     q(
-                        f"max by (topic, partition) (kafka_topic_partition_leader{{{CT}}})",
+                        f"max by (topic, broker) (kafka_topic_broker_leader_partitions{{{CBT}}})",
                         instant=True,
                     ),
                 ),
@@ -808,12 +816,15 @@ def consumers_board() -> Board:
                 width=8,
             ),
             Panel(
-                "Lag per partition (seconds)",
+                # Per partition with --group-lag-granularity=partition, else per topic.
+                "Lag per partition or topic (seconds)",
                 (
                     q(
                         "max by (consumergroup, topic, partition) "
-                        f"(kafka_consumergroup_lag_seconds{{{CGT}}})",
-                        "{{consumergroup}} {{topic}}-{{partition}}",
+                        f"(kafka_consumergroup_lag_seconds{{{CGT}}}) or on (consumergroup, topic) "
+                        "max by (consumergroup, topic) "
+                        f"(kafka_consumergroup_max_lag_seconds{{{CGT}}})",
+                        "{{consumergroup}} {{topic}} {{partition}}",
                     ),
                 ),
                 unit="s",
@@ -849,11 +860,14 @@ def consumers_board() -> Board:
                 thresholds=((2, "yellow"), (3, "red")),
             ),
             Panel(
-                "Partition status",
+                # Per partition with --group-lag-granularity=partition, else per topic.
+                "Partition or topic status",
                 (
                     q(
                         "max by (consumergroup, topic, partition) "
-                        f"(kafka_consumergroup_partition_status{{{CGT}}})",
+                        f"(kafka_consumergroup_partition_status{{{CGT}}}) or on (consumergroup, "
+                        "topic) max by (consumergroup, topic) "
+                        f"(kafka_consumergroup_topic_status{{{CGT}}})",
                         instant=True,
                     ),
                 ),

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from exporter.collectors import render, render_probe
 from exporter.connect.collector import render_connect
 from exporter.exposition import text
+from exporter.granularity import FULL
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.tracker import LatencyTracker, ProbeStats
 from exporter.state import derive
@@ -37,7 +38,10 @@ def served() -> Families:
     timed = replace(
         snapshot("healthy"), durations=MappingProxyType({"metadata": 0.1, "total": 0.5})
     )
-    texts = [render(state(s)) for s in SCENARIOS] + [render(derive(None, timed)), render(None)]
+    texts = [render(state(s), FULL) for s in SCENARIOS] + [
+        render(derive(None, timed)),
+        render(None),
+    ]
     texts += [render_probe(None), text(ProbeCollector(probe_stats, lambda: "running").collect())]
     texts.append(render_connect(recorded_reports()))
     return served_families(texts)
