@@ -256,7 +256,9 @@ class KafkaAdmin:
                 try:
                     result = future.result(timeout=timeout + 1)
                 except (KafkaException, TimeoutError) as exc:
-                    failures.append(Failure(where, kafka_error(exc)))
+                    error = kafka_error(exc)
+                    leaderless = error.code() == KafkaError._NOENT  # "No leaders found"
+                    failures.append(Failure(where, error, leaderless))
                     continue
                 if result.offset < 0:
                     # What the admin client answers when the leader it asked went away.

@@ -72,10 +72,17 @@ class Clock(Protocol):
 
 @dataclass(frozen=True)
 class Failure:
-    """One thing a try could not do: ``what`` (e.g. "the offsets of measure-2") and why."""
+    """One thing a try could not do: ``what`` (e.g. "measure-2") and why. ``leaderless``: the
+    error means the partition has no leader right now, whatever its code (librdkafka's admin
+    client says _NOENT "No leaders found")."""
 
     what: str
     error: KafkaError
+    leaderless: bool = False
+
+    @property
+    def retriable(self) -> bool:
+        return self.leaderless or is_retriable(self.error)
 
 
 class CallFailed(Exception):
@@ -106,6 +113,13 @@ class RetryPolicy:
     deadline_s: float
     first_backoff_s: float = 0.1
     max_backoff_s: float = 2.0
+    tries_per_deadline: int = 3
+
+    def try_timeout(self, remaining: float) -> float:
+        """How long one try may take: a request sent to a broker that just went away gets no
+        answer, and waiting the whole deadline for it would leave no time to ask another."""
+        share = max(self.deadline_s / self.tries_per_deadline, 1.0)
+        return max(min(remaining, share), 0.001)
 
     def backoff(self, retry: int) -> float:
         """The wait before retry number ``retry`` (0 for the first)."""
@@ -113,7 +127,7 @@ class RetryPolicy:
 
     def next_wait(self, retry: int, elapsed: float, failures: Sequence[Failure]) -> float | None:
         """How long to wait before trying again, or None to give up."""
-        if not all(is_retriable(f.error) for f in failures):
+        if not all(f.retriable for f in failures):
             return None
         remaining = self.deadline_s - elapsed
         if remaining <= 0:
@@ -146,7 +160,7 @@ def retrying(
     while True:
         elapsed = clock.monotonic() - started
         try:
-            result = attempt(max(policy.deadline_s - elapsed, 0.001))
+            result = attempt(policy.try_timeout(policy.deadline_s - elapsed))
         except CallFailed as failed:
             elapsed = clock.monotonic() - started
             wait = policy.next_wait(retries, elapsed, failed.failures)
@@ -160,7 +174,7 @@ def retrying(
             clock.sleep(wait)
             if between is not None:
                 try:
-                    between(max(policy.deadline_s - (clock.monotonic() - started), 0.001))
+                    between(policy.try_timeout(policy.deadline_s - (clock.monotonic() - started)))
                 except Exception as exc:
                     log.debug("metadata refresh before retrying %s failed: %s", call, exc)
             continue
@@ -176,7 +190,7 @@ def retrying(
 
 
 def _give_up_sentence(failures: Sequence[Failure], elapsed: float, retries: int) -> str:
-    if not all(is_retriable(f.error) for f in failures):
+    if not all(f.retriable for f in failures):
         after = f" after {retries} {'retry' if retries == 1 else 'retries'} in {elapsed:.1f} s"
         return f"{_describe(failures)} (not retriable{after if retries else ''})"
     tries = retries + 1

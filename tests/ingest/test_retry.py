@@ -81,6 +81,13 @@ def test_next_wait_never_passes_the_deadline_and_gives_up_on_what_is_not_retriab
     assert policy.next_wait(0, 0.0, mixed) is None
 
 
+def test_one_try_never_takes_the_whole_deadline() -> None:
+    policy = RetryPolicy(30)
+    assert policy.try_timeout(30) == 10  # a lost request leaves time to ask again
+    assert policy.try_timeout(4) == 4
+    assert RetryPolicy(2).try_timeout(2) == 1
+
+
 def scripted(
     codes: list[int | None], clock: FakeClock, cost_s: float = 0.5
 ) -> Callable[[float], str]:
@@ -258,16 +265,17 @@ def test_watermarks_retry_only_the_partitions_whose_leader_moved() -> None:
         offsets={
             0: [Offset(0), Offset(100)],
             1: [Offset(0), Offset(-1001), Offset(120)],  # leader gone: the admin client says -1001
+            3: [KafkaError._NOENT, Offset(0), Offset(7)],  # "No leaders found"
             2: [Offset(5), NOT_LEADER, FENCED, Offset(90)],
         },
     )
     seen: Observed = []
-    earliest, latest = make_admin(fake, seen).watermarks([(TOPIC, p) for p in range(3)])
-    assert earliest == {(TOPIC, 0): 0, (TOPIC, 1): 0, (TOPIC, 2): 5}
-    assert latest == {(TOPIC, 0): 100, (TOPIC, 1): 120, (TOPIC, 2): 90}
-    assert fake.asked == [[0, 1, 2], [0, 1, 2], [1, 2], [2]]
-    assert fake.refreshes == 2  # metadata re-read before each retry
-    assert [call for call, _ in seen] == ["list_offsets", "list_offsets"]
+    earliest, latest = make_admin(fake, seen).watermarks([(TOPIC, p) for p in range(4)])
+    assert earliest == {(TOPIC, 0): 0, (TOPIC, 1): 0, (TOPIC, 2): 5, (TOPIC, 3): 0}
+    assert latest == {(TOPIC, 0): 100, (TOPIC, 1): 120, (TOPIC, 2): 90, (TOPIC, 3): 7}
+    assert fake.asked == [[0, 1, 2, 3], [3], [0, 1, 2, 3], [1, 2], [2]]
+    assert fake.refreshes == 3  # metadata re-read before each retry
+    assert [call for call, _ in seen] == ["list_offsets"] * 3
 
 
 def test_watermarks_fail_after_the_deadline_naming_partition_error_and_wait() -> None:
