@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from ingest.kafka_source.offsets import Offsets
 from ingest.kafka_source.offsets import TopicPartition as TP
 from ingest.kafka_source.retry import (
+    LEADERLESS,
     CallFailed,
     Clock,
     Failure,
@@ -133,7 +134,9 @@ def partition_watermarks(
         try:
             low, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
         except KafkaException as exc:
-            raise CallFailed([Failure(f"{topic}-{partition}", kafka_error(exc))]) from exc
+            error = kafka_error(exc)
+            failure = Failure(f"{topic}-{partition}", error, error.code() in LEADERLESS)
+            raise CallFailed([failure]) from exc
         return int(low), int(high)
 
     def refresh(timeout: float) -> None:
@@ -189,17 +192,21 @@ class KafkaAdmin:
             self._client = self._client_factory(self._config)
         return self._client
 
-    def _retrying(
-        self,
-        call: str,
-        attempt: Callable[[float], T],
-        between: Callable[[float], object] | None = None,
-    ) -> T:
+    def _retrying(self, call: str, attempt: Callable[[float], T]) -> T:
         return retrying(
-            call, attempt, self._policy, self._clock, between=between, observer=self._observer
+            call,
+            attempt,
+            self._policy,
+            self._clock,
+            between=self._reconnect,
+            observer=self._observer,
         )
 
-    def _refresh_metadata(self, timeout: float) -> None:
+    def _reconnect(self, timeout: float) -> None:
+        """Before a retry: a new client, with fresh metadata. An admin client whose group
+        coordinator restarted kept timing out on it (librdkafka 2.16 on the mock cluster) while a
+        new one got through at once; the cost, a connection per retry, is only paid in trouble."""
+        self._client = None
         # All topics: asking for one by name may create it (auto.create.topics.enable).
         self._admin().list_topics(timeout=timeout)
 
@@ -257,8 +264,7 @@ class KafkaAdmin:
                     result = future.result(timeout=timeout + 1)
                 except (KafkaException, TimeoutError) as exc:
                     error = kafka_error(exc)
-                    leaderless = error.code() == KafkaError._NOENT  # "No leaders found"
-                    failures.append(Failure(where, error, leaderless))
+                    failures.append(Failure(where, error, error.code() in LEADERLESS))
                     continue
                 if result.offset < 0:
                     # What the admin client answers when the leader it asked went away.
@@ -269,7 +275,7 @@ class KafkaAdmin:
                 raise CallFailed(failures)
 
         try:
-            self._retrying("list_offsets", attempt, self._refresh_metadata)
+            self._retrying("list_offsets", attempt)
         except GaveUp as exc:
             raise KafkaSourceError(
                 f"cannot read the {kind} offsets from {self.bootstrap_servers}: {exc.sentence}"

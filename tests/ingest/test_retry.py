@@ -211,6 +211,11 @@ class FakeAdmin:
     commits: list[int | list[Committed]] = field(default_factory=list)
     asked: list[list[int]] = field(default_factory=list)
     refreshes: int = 0
+    clients: int = 0
+
+    def factory(self, _config: dict[str, Any]) -> FakeAdmin:
+        self.clients += 1
+        return self
 
     def list_topics(self, timeout: float) -> Metadata:
         self.clock.now += 0.2
@@ -251,7 +256,7 @@ def make_admin(fake: FakeAdmin, seen: Observed, timeout_s: float = 30) -> KafkaA
         timeout_s,
         observer=observer(seen),
         clock=fake.clock,
-        client_factory=lambda _config: fake,
+        client_factory=fake.factory,
     )
 
 
@@ -275,6 +280,7 @@ def test_watermarks_retry_only_the_partitions_whose_leader_moved() -> None:
     assert latest == {(TOPIC, 0): 100, (TOPIC, 1): 120, (TOPIC, 2): 90, (TOPIC, 3): 7}
     assert fake.asked == [[0, 1, 2, 3], [3], [0, 1, 2, 3], [1, 2], [2]]
     assert fake.refreshes == 3  # metadata re-read before each retry
+    assert fake.clients == 4  # by a new client each time
     assert [call for call, _ in seen] == ["list_offsets"] * 3
 
 
@@ -302,10 +308,14 @@ def test_watermarks_fail_at_once_on_an_error_that_is_not_retriable() -> None:
 
 
 def test_metadata_retries_a_lost_connection_but_not_a_missing_topic() -> None:
-    fake = FakeAdmin(FakeClock(), metadata=[KafkaError._TRANSPORT, topic_metadata()])
+    # The second answer goes to the new client's metadata refresh before the retry.
+    fake = FakeAdmin(
+        FakeClock(), metadata=[KafkaError._TRANSPORT, topic_metadata(), topic_metadata()]
+    )
     seen: Observed = []
     assert make_admin(fake, seen).partitions(TOPIC) == [0, 1, 2]
     assert seen == [("metadata", "_TRANSPORT")]
+    assert fake.clients == 2
 
     missing = FakeAdmin(FakeClock(), metadata=[Metadata({})])
     with pytest.raises(KafkaSourceError, match="topic 'measure' does not exist"):
@@ -340,6 +350,7 @@ def test_group_commit_retries_while_the_coordinator_moves() -> None:
         ("group_commit", "NOT_COORDINATOR"),
     ]
     assert fake.commits == []
+    assert fake.clients == 3  # a client whose coordinator restarted may be stuck on it
 
 
 @dataclass
