@@ -333,6 +333,10 @@ def _produce(
             if args.mode == "outage":
                 outage = Outage(args.outage_after, args.outage_duration, args.stop_after_release)
             runner.live(args.start, args.speed, args.duration, outage)
+    except ProducerError as exc:
+        # The message the producer refused is not delivered; the manifest still gets written.
+        log.error("%s", exc)
+        tally.fail(1, str(exc))
     finally:
         state.backlog_seconds = 0.0
         undelivered = sink.flush(sink.delivery_timeout + 5.0)
