@@ -218,7 +218,7 @@ class KafkaAdmin:
                 # All topics: asking for one by name may create it (auto.create.topics.enable).
                 metadata = self._admin().list_topics(timeout=timeout)
             except KafkaException as exc:
-                raise CallFailed([Failure("metadata", kafka_error(exc))]) from exc
+                raise CallFailed([Failure("", kafka_error(exc))]) from exc
             found = metadata.topics.get(topic)
             if found is not None and found.error is not None and is_retriable(found.error):
                 raise CallFailed([Failure(f"topic {topic}", found.error)])

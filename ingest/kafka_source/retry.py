@@ -79,7 +79,8 @@ class Clock(Protocol):
 
 @dataclass(frozen=True)
 class Failure:
-    """One thing a try could not do: ``what`` (e.g. "measure-2") and why. ``leaderless``: the
+    """One thing a try could not do: ``what`` (e.g. "measure-2"; empty when the sentence around
+    says it) and why. ``leaderless``: the
     error means the partition has no leader right now, whatever its code (librdkafka's admin
     client says _NOENT "No leaders found")."""
 
@@ -96,7 +97,7 @@ class CallFailed(Exception):
     """Raised by a try: what it could not do this time (every partition that failed)."""
 
     def __init__(self, failures: Sequence[Failure]) -> None:
-        super().__init__("; ".join(f"{f.what}: {f.error.str()}" for f in failures))
+        super().__init__(_describe(failures))
         self.failures = tuple(failures)
 
 
@@ -143,7 +144,7 @@ class RetryPolicy:
 
 
 def _describe(failures: Sequence[Failure]) -> str:
-    return "; ".join(f"{f.what}: {f.error.str()}" for f in failures)
+    return "; ".join(f"{f.what}: {f.error.str()}" if f.what else f.error.str() for f in failures)
 
 
 def retrying(

@@ -328,8 +328,8 @@ def test_metadata_of_an_unreachable_cluster_says_how_long_it_tried() -> None:
     with pytest.raises(KafkaSourceError) as raised:
         make_admin(fake, [], timeout_s=5).partitions(TOPIC)
     assert raised.value.sentence.startswith(
-        "cannot reach the Kafka cluster at b1:9092,b2:9092: metadata: Local: Broker transport "
-        "failure (still failing after 5."
+        "cannot reach the Kafka cluster at b1:9092,b2:9092: Local: Broker transport failure "
+        "(still failing after 5."
     )
 
 
