@@ -125,9 +125,10 @@ class RetryPolicy:
 
     def try_timeout(self, remaining: float) -> float:
         """How long one try may take: a request sent to a broker that just went away gets no
-        answer, and waiting the whole deadline for it would leave no time to ask another."""
+        answer, and waiting the whole deadline for it would leave no time to ask another. The
+        last try still gets a second, so a call may overrun its deadline by that much."""
         share = max(self.deadline_s / self.tries_per_deadline, 1.0)
-        return max(min(remaining, share), 0.001)
+        return max(min(remaining, share), min(share, 1.0))
 
     def backoff(self, retry: int) -> float:
         """The wait before retry number ``retry`` (0 for the first)."""
