@@ -94,7 +94,7 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
     "metrics_port": ("VIGIA_INGEST_METRICS_PORT", "port of the /metrics server (0 disables it)"),
     "kafka_timeout": (
         "VIGIA_INGEST_KAFKA_TIMEOUT",
-        "how long a Kafka metadata or offsets request may take before the job fails",
+        "how long a Kafka call may keep failing with retriable errors before the job fails",
     ),
     "spark_master": (
         "VIGIA_INGEST_SPARK_MASTER",

@@ -47,6 +47,8 @@ from ingest.config import IngestConfig
 from ingest.hes_source import DayRowsRefresher
 from ingest.kafka_source import SOURCE_NAME, register
 from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
+from ingest.kafka_source.retry import RetryObserver
+from ingest.kafka_source.retry_spool import RetrySpool
 from ingest.metrics import (
     BatchWritten,
     IngestListener,
@@ -119,8 +121,11 @@ def quiet_spark_logs(spark: SparkSession, level: str) -> None:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
 
 
-def read_stream(spark: SparkSession, config: IngestConfig) -> DataFrame:
-    """The Kafka stream with the columns of Spark's Kafka source, whichever source reads it."""
+def read_stream(
+    spark: SparkSession, config: IngestConfig, retry_spool: str | None = None
+) -> DataFrame:
+    """The Kafka stream with the columns of Spark's Kafka source, whichever source reads it.
+    ``retry_spool``: where the vigia-kafka source counts its Kafka retries (`RetrySpool`)."""
     reader = spark.readStream
     if config.source == "python-kafka":
         register(spark)
@@ -135,6 +140,8 @@ def read_stream(spark: SparkSession, config: IngestConfig) -> DataFrame:
     )
     if config.source == "python-kafka":
         reader = reader.option("kafkaTimeoutMs", str(int(config.kafka_timeout * 1000)))
+        if retry_spool:
+            reader = reader.option("retrySpoolDir", retry_spool)
     if config.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
     for key, value in config.kafka_options.items():
@@ -283,10 +290,14 @@ def failure_sentence(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def preflight_kafka(config: IngestConfig) -> KafkaAdmin:
+def preflight_kafka(config: IngestConfig, observer: RetryObserver | None = None) -> KafkaAdmin:
     """Fail in seconds, with one sentence, when the cluster or the topic is not there."""
     admin = KafkaAdmin(
-        config.bootstrap_servers, config.kafka_options, config.group_id, config.kafka_timeout
+        config.bootstrap_servers,
+        config.kafka_options,
+        config.group_id,
+        config.kafka_timeout,
+        observer=observer,
     )
     admin.partitions(config.topic)
     return admin
@@ -312,13 +323,20 @@ class IngestJob:
     """One run of the job on a SparkSession (the CLI's, or a test's shared one)."""
 
     def __init__(
-        self, spark: SparkSession, config: IngestConfig, metrics: IngestMetrics, admin: KafkaAdmin
+        self,
+        spark: SparkSession,
+        config: IngestConfig,
+        metrics: IngestMetrics,
+        admin: KafkaAdmin,
+        retry_spool: str | None = None,
     ) -> None:
-        """``admin``: from `preflight_kafka`; commits the group offsets, closed by `run`."""
+        """``admin``: from `preflight_kafka`; commits the group offsets, closed by `run`.
+        ``retry_spool``: see `read_stream`."""
         self.spark = spark
         self.config = config
         self.metrics = metrics
         self.admin = admin
+        self.retry_spool = retry_spool
         self._stop = threading.Event()
         self._stop_now = threading.Event()
         self.query: StreamingQuery | None = None
@@ -365,7 +383,7 @@ class IngestJob:
         for listener in listeners:
             self.spark.streams.addListener(listener)
         try:
-            stream = observed_stream(read_stream(self.spark, config))
+            stream = observed_stream(read_stream(self.spark, config, self.retry_spool))
             self.query = start_query(stream, config, BatchWriter(sink, config, self.metrics))
             log.info(
                 "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
@@ -443,8 +461,16 @@ def _source_counts(config: IngestConfig, metrics: IngestMetrics) -> DayRowsRefre
 def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure.
     A given ``spark`` session is used and left running; otherwise one is built and stopped."""
+    spool = RetrySpool()
     try:
-        admin = preflight_kafka(config)
+        return _run_job(config, spark, spool)
+    finally:
+        spool.close()
+
+
+def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool) -> int:
+    try:
+        admin = preflight_kafka(config, spool.observer())
     except KafkaSourceError as exc:
         log.error("%s", exc.sentence)
         return EXIT_FAILED
@@ -452,6 +478,7 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
         config.query_name,
         trigger_interval=None if config.available_now else config.trigger_interval,
         expected_per_day=expected_measures_per_day(config.expected_meters),
+        kafka_retries=spool.counts,
     )
     try:
         server = serve_metrics(config, metrics)
@@ -462,7 +489,7 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     counts = _source_counts(config, metrics)
     own_session = spark is None
     session = spark if spark is not None else build_spark(config)
-    job = IngestJob(session, config, metrics, admin)
+    job = IngestJob(session, config, metrics, admin, spool.directory)
     previous = {
         sig: signal.signal(sig, job.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)
     }

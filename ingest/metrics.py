@@ -155,14 +155,18 @@ class IngestMetrics(Collector):
         clock: Callable[[], float] = time.time,
         trigger_interval: float | None = None,
         expected_per_day: int | None = None,
+        kafka_retries: Callable[[], Mapping[tuple[str, str], int]] = dict,
     ) -> None:
         """``trigger_interval``: the configured seconds between batches (None for available-now
         runs), exposed so boards can tell a slow batch from a long trigger. ``expected_per_day``:
-        measures a complete day holds (`expected_measures_per_day`); None serves no ratio."""
+        measures a complete day holds (`expected_measures_per_day`); None serves no ratio.
+        ``kafka_retries``: the Kafka calls' retries so far by (call, error), read on each scrape
+        (`ingest.kafka_source.retry_spool`)."""
         self.query = query
         self._clock = clock
         self._trigger_interval = trigger_interval
         self._expected_per_day = expected_per_day
+        self._kafka_retries = kafka_retries
         self._lock = threading.Condition()
         self._active = False
         self._batches = 0
@@ -291,6 +295,14 @@ class IngestMetrics(Collector):
             "Valid measures dropped because a newer one for the same key was in the same batch.",
             self._duplicate_rows,
         )
+        retries = CounterMetricFamily(
+            "vigia_ingest_kafka_retries_total",
+            "Kafka calls of the job tried again after a retriable error, by call and error.",
+            labels=["query", "call", "error"],
+        )
+        for (call, error), count in sorted(self._kafka_retries().items()):
+            retries.add_metric([self.query, call, error], count)
+        yield retries
         yield gauge(
             "vigia_ingest_batch_input_rows",
             "Rows in the last micro-batch.",

@@ -1,17 +1,19 @@
 """The Kafka calls the source and the job make besides reading: metadata, watermarks, group commits.
 
-A thin wrapper over a confluent-kafka AdminClient: every call has a timeout (a consumer's
+A thin wrapper over a confluent-kafka AdminClient: every call has a deadline (a consumer's
 synchronous commit has none and blocks ~45 s without a coordinator; closing a consumer with a
-commit in flight blocks as long), it never joins a consumer group, and every failure becomes a
-`KafkaSourceError` with one readable sentence.
+commit in flight blocks as long), retries what a broker restart makes fail for a while
+(`ingest.kafka_source.retry`), never joins a consumer group, and every failure becomes a
+`KafkaSourceError` with one readable sentence. The only module of the source that calls Kafka
+besides the readers' fetch loop.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
-from typing import Any, Final
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
@@ -24,8 +26,21 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ingest.kafka_source.offsets import Offsets
 from ingest.kafka_source.offsets import TopicPartition as TP
+from ingest.kafka_source.retry import (
+    LEADERLESS,
+    CallFailed,
+    Clock,
+    Failure,
+    GaveUp,
+    RetryObserver,
+    RetryPolicy,
+    is_retriable,
+    retrying,
+)
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 ERROR_MARKER: Final = "VIGIA_KAFKA_SOURCE_ERROR"
 """Tags the message of every source error so the driver can find it in Spark's wrapped errors."""
@@ -42,6 +57,11 @@ READER_DEFAULTS: Final = {
     "auto.offset.reset": "error",
     "isolation.level": "read_committed",
 }
+
+
+NO_OFFSET_IN_ANSWER: Final = KafkaError(
+    KafkaError.LEADER_NOT_AVAILABLE, "the broker answered without an offset (leader gone?)"
+)
 
 
 class KafkaSourceError(RuntimeError):
@@ -76,75 +96,191 @@ def describe(exc: BaseException) -> str:
     return str(exc)
 
 
+def kafka_error(exc: BaseException) -> KafkaError:
+    """The KafkaError inside an exception from confluent-kafka (a timeout for anything else)."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return KafkaError(KafkaError._TIMED_OUT, str(exc) or "no answer in time")
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+SYSTEM_CLOCK: Final = SystemClock()
+
+AdminFactory = Callable[[dict[str, Any]], Any]
+"""Builds the admin client from its settings: confluent-kafka's AdminClient, or a test's fake."""
+
+
+def partition_watermarks(
+    consumer: Any,
+    topic: str,
+    partition: int,
+    timeout_s: float,
+    *,
+    observer: RetryObserver | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> tuple[int, int]:
+    """A reader's (low, high) watermarks of one partition from its leader, retried while the
+    leadership moves (`retry`); ``consumer`` is a confluent-kafka Consumer."""
+    tp = TopicPartition(topic, partition)
+
+    def attempt(timeout: float) -> tuple[int, int]:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
+        except KafkaException as exc:
+            error = kafka_error(exc)
+            failure = Failure(f"{topic}-{partition}", error, error.code() in LEADERLESS)
+            raise CallFailed([failure]) from exc
+        return int(low), int(high)
+
+    def refresh(timeout: float) -> None:
+        consumer.list_topics(topic, timeout=timeout)
+
+    try:
+        return retrying(
+            "watermarks",
+            attempt,
+            RetryPolicy(timeout_s),
+            clock,
+            between=refresh,
+            observer=observer,
+        )
+    except GaveUp as exc:
+        raise KafkaSourceError(f"cannot read the watermarks: {exc.sentence}") from exc
+
+
 class KafkaAdmin:
-    """Metadata, watermarks and the offsets of consumer group ``group_id``."""
+    """Metadata, watermarks and the offsets of consumer group ``group_id``.
+
+    Every call retries what a broker restart makes fail for a while (`retry`), within
+    ``timeout_s``; ``observer`` hears of each retry (the job counts them in a metric).
+    """
 
     def __init__(
-        self, bootstrap_servers: str, options: Mapping[str, str], group_id: str, timeout_s: float
+        self,
+        bootstrap_servers: str,
+        options: Mapping[str, str],
+        group_id: str,
+        timeout_s: float,
+        *,
+        observer: RetryObserver | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        client_factory: AdminFactory = AdminClient,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self._config = admin_config(bootstrap_servers, options)
         self._timeout_s = timeout_s
-        self._client: AdminClient | None = None
+        self._policy = RetryPolicy(timeout_s)
+        self._observer = observer
+        self._clock = clock
+        self._client_factory = client_factory
+        self._client: Any = None
         self._closed = False
 
-    def _admin(self) -> AdminClient:
+    def _admin(self) -> Any:
         if self._closed:
             # A late caller (an asynchronous listener) must not resurrect a client nobody closes.
             raise KafkaSourceError("the Kafka client was already closed")
         if self._client is None:
-            self._client = AdminClient(self._config)
+            self._client = self._client_factory(self._config)
         return self._client
 
-    def _result(self, future: Future[Any], what: str) -> Any:
-        try:
-            return future.result(timeout=self._timeout_s + 1)
-        except KafkaException as exc:
-            raise KafkaSourceError(f"{what} ({describe(exc)})") from exc
-        except TimeoutError as exc:
-            raise KafkaSourceError(f"{what} (no answer within {self._timeout_s:g} s)") from exc
+    def _retrying(self, call: str, attempt: Callable[[float], T]) -> T:
+        return retrying(
+            call,
+            attempt,
+            self._policy,
+            self._clock,
+            between=self._reconnect,
+            observer=self._observer,
+        )
+
+    def _reconnect(self, timeout: float) -> None:
+        """Before a retry: a new client, with fresh metadata. An admin client whose group
+        coordinator restarted kept timing out on it (librdkafka 2.16 on the mock cluster) while a
+        new one got through at once; the cost, a connection per retry, is only paid in trouble."""
+        self._client = None
+        # All topics: asking for one by name may create it (auto.create.topics.enable).
+        self._admin().list_topics(timeout=timeout)
 
     def partitions(self, topic: str) -> list[int]:
         """The topic's partition ids; a clear error if the cluster or the topic is not there."""
+
+        def attempt(timeout: float) -> list[int]:
+            try:
+                # All topics: asking for one by name may create it (auto.create.topics.enable).
+                metadata = self._admin().list_topics(timeout=timeout)
+            except KafkaException as exc:
+                raise CallFailed([Failure("", kafka_error(exc))]) from exc
+            found = metadata.topics.get(topic)
+            if found is not None and found.error is not None and is_retriable(found.error):
+                raise CallFailed([Failure(f"topic {topic}", found.error)])
+            if found is None or found.error is not None or not found.partitions:
+                why = f" ({found.error.str()})" if found is not None and found.error else ""
+                raise KafkaSourceError(
+                    f"topic {topic!r} does not exist on the Kafka cluster at "
+                    f"{self.bootstrap_servers}{why}"
+                )
+            return sorted(found.partitions)
+
         try:
-            # All topics: asking for one by name may create it (auto.create.topics.enable).
-            metadata = self._admin().list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
+            return self._retrying("metadata", attempt)
+        except GaveUp as exc:
             raise KafkaSourceError(
-                f"cannot reach the Kafka cluster at {self.bootstrap_servers} "
-                f"within {self._timeout_s:g} s ({describe(exc)})"
+                f"cannot reach the Kafka cluster at {self.bootstrap_servers}: {exc.sentence}"
             ) from exc
-        found = metadata.topics.get(topic)
-        if found is None or found.error is not None or not found.partitions:
-            why = f" ({found.error.str()})" if found is not None and found.error else ""
-            raise KafkaSourceError(
-                f"topic {topic!r} does not exist on the Kafka cluster at "
-                f"{self.bootstrap_servers}{why}"
-            )
-        return sorted(found.partitions)
 
     def watermarks(self, tps: Iterable[TP]) -> tuple[Offsets, Offsets]:
         """(earliest, latest) offsets of each partition; latest is the last stable offset, as a
         read_committed consumer sees it. One ListOffsets round per leader broker and kind."""
         wanted = [TopicPartition(topic, partition) for topic, partition in tps]
-        found: list[Offsets] = []
-        for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+        return (
+            self._list_offsets("earliest", OffsetSpec.earliest(), wanted),
+            self._list_offsets("latest", OffsetSpec.latest(), wanted),
+        )
+
+    def _list_offsets(self, kind: str, spec: OffsetSpec, wanted: list[TopicPartition]) -> Offsets:
+        """A retry asks again only for the partitions that failed."""
+        offsets: Offsets = {}
+
+        def attempt(timeout: float) -> None:
+            pending = [tp for tp in wanted if (tp.topic, tp.partition) not in offsets]
             futures = self._admin().list_offsets(
-                {tp: spec for tp in wanted},
+                {tp: spec for tp in pending},
                 isolation_level=IsolationLevel.READ_COMMITTED,
-                request_timeout=self._timeout_s,
+                request_timeout=timeout,
             )
-            offsets: Offsets = {}
+            failures: list[Failure] = []
             for tp, future in futures.items():
-                result = self._result(
-                    future,
-                    f"cannot read the offsets of {tp.topic}-{tp.partition} from "
-                    f"{self.bootstrap_servers} within {self._timeout_s:g} s",
-                )
+                where = f"{tp.topic}-{tp.partition}"
+                try:
+                    result = future.result(timeout=timeout + 1)
+                except (KafkaException, TimeoutError) as exc:
+                    error = kafka_error(exc)
+                    failures.append(Failure(where, error, error.code() in LEADERLESS))
+                    continue
+                if result.offset < 0:
+                    # What the admin client answers when the leader it asked went away.
+                    failures.append(Failure(where, NO_OFFSET_IN_ANSWER))
+                    continue
                 offsets[(tp.topic, tp.partition)] = int(result.offset)
-            found.append(offsets)
-        return found[0], found[1]
+            if failures:
+                raise CallFailed(failures)
+
+        try:
+            self._retrying("list_offsets", attempt)
+        except GaveUp as exc:
+            raise KafkaSourceError(
+                f"cannot read the {kind} offsets from {self.bootstrap_servers}: {exc.sentence}"
+            ) from exc
+        return offsets
 
     def topic_watermarks(self, topics: Iterable[str]) -> tuple[Offsets, Offsets]:
         return self.watermarks([(topic, p) for topic in topics for p in self.partitions(topic)])
@@ -157,18 +293,26 @@ class KafkaAdmin:
         request = ConsumerGroupTopicPartitions(
             self.group_id, [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
         )
-        futures = self._admin().alter_consumer_group_offsets(
-            [request], request_timeout=self._timeout_s
-        )
-        result = self._result(
-            futures[self.group_id], f"cannot commit offsets for group {self.group_id!r}"
-        )
-        for tp in result.topic_partitions or []:
-            if tp.error is not None:
-                raise KafkaSourceError(
-                    f"group {self.group_id!r} rejected the commit of {tp.topic}-{tp.partition} "
-                    f"({tp.error.str()})"
-                )
+        group = f"group {self.group_id!r}"
+
+        def attempt(timeout: float) -> None:
+            futures = self._admin().alter_consumer_group_offsets([request], request_timeout=timeout)
+            try:
+                result = futures[self.group_id].result(timeout=timeout + 1)
+            except (KafkaException, TimeoutError) as exc:
+                raise CallFailed([Failure(group, kafka_error(exc))]) from exc
+            failures = [
+                Failure(f"{group} {tp.topic}-{tp.partition}", tp.error)
+                for tp in result.topic_partitions or []
+                if tp.error is not None
+            ]
+            if failures:
+                raise CallFailed(failures)
+
+        try:
+            self._retrying("group_commit", attempt)
+        except GaveUp as exc:
+            raise KafkaSourceError(f"cannot commit the offsets: {exc.sentence}") from exc
 
     def committed(self, tps: Iterable[TP]) -> Offsets:
         """The group's committed offsets (only partitions that have one)."""
@@ -178,9 +322,12 @@ class KafkaAdmin:
         futures = self._admin().list_consumer_group_offsets(
             [request], request_timeout=self._timeout_s
         )
-        result = self._result(
-            futures[self.group_id], f"cannot read the offsets of group {self.group_id!r}"
-        )
+        try:
+            result = futures[self.group_id].result(timeout=self._timeout_s + 1)
+        except (KafkaException, TimeoutError) as exc:
+            raise KafkaSourceError(
+                f"cannot read the offsets of group {self.group_id!r} ({describe(exc)})"
+            ) from exc
         return {
             (tp.topic, tp.partition): tp.offset
             for tp in result.topic_partitions or []

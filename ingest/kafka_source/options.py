@@ -4,7 +4,8 @@
 ``startingOffsets`` (earliest | latest | JSON), ``failOnDataLoss`` (true), ``maxOffsetsPerTrigger``,
 any other ``kafka.<librdkafka key>`` passed to the consumers unchanged (SASL/SSL, ...), and Vigía's
 own ``commitGroupId`` (vigia-ingest; empty to commit nothing), ``kafkaTimeoutMs`` (metadata and
-watermark calls, 30000) and ``readTimeoutMs`` (a partition read without progress, 120000).
+watermark calls, retried within it; 30000), ``readTimeoutMs`` (a partition read without progress,
+120000) and ``retrySpoolDir`` (where the job collects Kafka retry counts; see `retry_spool`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class SourceOptions:
     commit_group_id: str = DEFAULT_COMMIT_GROUP
     kafka_timeout_s: float = 30.0
     read_timeout_s: float = 120.0
+    retry_spool_dir: str = ""
     kafka_options: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -95,6 +97,7 @@ class SourceOptions:
             commit_group_id=options.get("commitgroupid", DEFAULT_COMMIT_GROUP).strip(),
             kafka_timeout_s=kafka_timeout / 1000,
             read_timeout_s=read_timeout / 1000,
+            retry_spool_dir=options.get("retryspooldir", "").strip(),
             kafka_options=kafka_options,
         )
 

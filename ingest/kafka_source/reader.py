@@ -5,7 +5,8 @@ Runs inside a Spark task (a Python worker). The consumer is assigned the partiti
 may not exist (compaction, transaction markers, aborted transactions under read_committed), so the
 loop never waits for a particular offset: it stops at the first message at or beyond ``end``, or
 when the consumer reports the end of the partition at or beyond ``end``. A read that makes no
-progress for ``timeout_s`` fails with a sentence saying where it stopped.
+progress for ``timeout_s`` fails with a sentence saying where it stopped. Retriable errors (a broker
+restarting, leadership moving) do not stop it: the consumer finds the new leader by itself.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from ingest.kafka_source.adapter import KafkaSourceError, describe
+from ingest.kafka_source.adapter import KafkaSourceError, partition_watermarks
 from ingest.kafka_source.offsets import OffsetRange, clamp_to_available
+from ingest.kafka_source.retry import RetryObserver, error_name, is_retriable
 from ingest.schema import KAFKA_SOURCE_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -65,19 +67,21 @@ def read_range(
     *,
     fail_on_data_loss: bool,
     timeout_s: float,
+    kafka_timeout_s: float | None = None,
+    observer: RetryObserver | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Every message of ``wanted`` that still exists, in offset order."""
+    """Every message of ``wanted`` that still exists, in offset order. ``kafka_timeout_s`` bounds
+    the watermark query (default ``timeout_s``); ``observer`` hears of every retry."""
     consumer = Consumer(dict(config))
-    tp = TopicPartition(wanted.topic, wanted.partition)
     try:
-        try:
-            low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
-        except KafkaException as exc:
-            raise KafkaSourceError(
-                f"cannot read the offsets of {wanted.topic}-{wanted.partition} "
-                f"within {timeout_s:g} s ({describe(exc)})"
-            ) from exc
-        todo, loss = clamp_to_available(wanted, int(low), int(high))
+        low, high = partition_watermarks(
+            consumer,
+            wanted.topic,
+            wanted.partition,
+            timeout_s if kafka_timeout_s is None else kafka_timeout_s,
+            observer=observer,
+        )
+        todo, loss = clamp_to_available(wanted, low, high)
         if loss is not None:
             if fail_on_data_loss:
                 raise KafkaSourceError(
@@ -87,15 +91,20 @@ def read_range(
             log.warning("skipping lost offsets: %s", loss.describe())
         if todo.size == 0:
             return
-        yield from _consume(consumer, todo, timeout_s)
+        yield from _consume(consumer, todo, timeout_s, observer)
     finally:
         consumer.close()
 
 
-def _consume(consumer: Consumer, todo: OffsetRange, timeout_s: float) -> Iterator[pa.RecordBatch]:
+def _consume(
+    consumer: Consumer, todo: OffsetRange, timeout_s: float, observer: RetryObserver | None
+) -> Iterator[pa.RecordBatch]:
     consumer.assign([TopicPartition(todo.topic, todo.partition, todo.start)])
     position = todo.start
     last_progress = time.monotonic()
+    # Retriable errors since the last progress: the first one's time and the latest one.
+    troubled_since: float | None = None
+    last_error: KafkaError | None = None
     while position < todo.end:
         wanted = min(todo.end - position, CHUNK_ROWS)
         events = consumer.consume(num_messages=wanted, timeout=POLL_TIMEOUT_S)
@@ -114,6 +123,12 @@ def _consume(consumer: Consumer, todo: OffsetRange, timeout_s: float) -> Iterato
                 if offset >= todo.end:
                     position = todo.end
                     break
+            elif is_retriable(error):
+                # The consumer goes on fetching from the new leader once it knows it.
+                if observer is not None:
+                    observer("fetch", error_name(error))
+                troubled_since = troubled_since or time.monotonic()
+                last_error = error
             else:
                 raise KafkaSourceError(
                     f"reading {todo.topic}-{todo.partition} at offset {position} failed "
@@ -121,9 +136,20 @@ def _consume(consumer: Consumer, todo: OffsetRange, timeout_s: float) -> Iterato
                 )
         if messages:
             last_progress = time.monotonic()
+            if troubled_since is not None and last_error is not None:
+                log.info(
+                    "reading %s-%d resumed at offset %d after %.1f s of retriable errors (%s)",
+                    todo.topic,
+                    todo.partition,
+                    messages[0].offset(),
+                    last_progress - troubled_since,
+                    last_error.str(),
+                )
+                troubled_since, last_error = None, None
             yield to_record_batch(todo.topic, todo.partition, messages)
         elif position < todo.end and time.monotonic() - last_progress > timeout_s:
+            why = f" (last error: {last_error.str()})" if last_error is not None else ""
             raise KafkaSourceError(
                 f"reading {todo.topic}-{todo.partition} offsets [{todo.start}, {todo.end}) "
-                f"made no progress for {timeout_s:g} s at offset {position}"
+                f"made no progress for {timeout_s:g} s at offset {position}{why}"
             )

@@ -47,6 +47,8 @@ from ingest.kafka_source.offsets import (
 )
 from ingest.kafka_source.options import SourceOptions
 from ingest.kafka_source.reader import read_range
+from ingest.kafka_source.retry import RetryObserver
+from ingest.kafka_source.retry_spool import spool_observer
 from ingest.schema import KAFKA_SOURCE_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -82,8 +84,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 options.kafka_options,
                 options.commit_group_id,
                 options.kafka_timeout_s,
+                observer=self._observer(),
             )
         return self._admin
+
+    def _observer(self) -> RetryObserver | None:
+        spool = self.options.retry_spool_dir
+        return spool_observer(spool) if spool else None
 
     def _watermarks(self) -> tuple[Offsets, Offsets]:
         return self.admin.topic_watermarks(self.options.topics)
@@ -131,6 +138,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             partition.offset_range,
             fail_on_data_loss=self.options.fail_on_data_loss,
             timeout_s=self.options.read_timeout_s,
+            kafka_timeout_s=self.options.kafka_timeout_s,
+            observer=self._observer(),
         )
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -393,6 +393,10 @@ def _produce(
                     args.outage_every,
                 )
             runner.live(args.start, args.speed, args.duration, outage)
+    except ProducerError as exc:
+        # The message the producer refused is not delivered; the manifest still gets written.
+        log.error("%s", exc)
+        tally.fail(1, str(exc))
     finally:
         state.backlog_seconds = 0.0
         undelivered = sink.flush(sink.delivery_timeout + 5.0)

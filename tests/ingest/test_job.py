@@ -30,11 +30,14 @@ from ingest.completeness import main_completeness
 from ingest.config import IngestConfig
 from ingest.job import IngestJob, preflight_kafka, run_job, serve_metrics
 from ingest.kafka_source.adapter import KafkaAdmin
+from ingest.kafka_source.retry_spool import RetrySpool
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS, REASONS
 from ingest.simulator.manifest import Manifest
 from tests.conftest import MockCluster, free_port, start_mock_cluster
 from tests.ingest.conftest import TOPIC, backfill, create_topic, utc_day
+from tests.ingest.test_source_restart import restart
+from tests.rdkafka_mock import controlled_cluster
 
 pytestmark = pytest.mark.spark
 
@@ -363,3 +366,38 @@ def test_losing_the_cluster_mid_run_stops_with_one_sentence(
     assert errors[0].startswith("cannot ")
     assert servers in errors[0] or "measure-" in errors[0]
     assert "\n" not in errors[0]
+
+
+def test_the_job_rides_through_a_rolling_restart(spark: SparkSession, tmp_path: Path) -> None:
+    """Every broker of the mock cluster stopped in turn while leadership moves, during an
+    available-now run in small batches: nothing fails, everything is stored once and committed,
+    and the retries are counted."""
+    with controlled_cluster() as cluster:
+        cluster.create_topic(TOPIC, 4)
+        manifest = backfill(
+            cluster.bootstrap_servers, tmp_path / "m.json", day=utc_day(1), meters=20
+        )
+        config = job_config(cluster, tmp_path, max_offsets_per_trigger=800)  # type: ignore[arg-type]
+
+        def roll() -> None:
+            for broker in range(1, cluster.brokers + 1):
+                restart(cluster, broker, down_s=2.5, move_after_s=1.0)
+
+        spool = RetrySpool()
+        try:
+            metrics = IngestMetrics(config.query_name, kafka_retries=spool.counts)
+            job = IngestJob(spark, config, metrics, preflight_kafka(config), spool.directory)
+            rolling = when_a_batch_is_done(tmp_path / "checkpoint", roll)
+            try:
+                job.run()
+            finally:
+                rolling.join()  # the cluster must outlive the restarts
+            retries = spool.counts()
+        finally:
+            spool.close()
+        table = stored(config)
+        assert table.num_rows == manifest.valid_total == distinct_keys(table)
+        assert committed(cluster) == latest_offsets(cluster)  # type: ignore[arg-type]
+        assert job.query is not None and job.query.lastProgress is not None
+        assert job.query.lastProgress.batchId >= 4  # the restarts happened between batches
+        assert sum(retries.values()) > 0, "the restarts caused no retry: the test proves nothing"

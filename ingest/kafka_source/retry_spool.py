@@ -1,0 +1,98 @@
+"""Retry counts from every process of the job to the driver's /metrics, through a local directory.
+
+The source's Kafka calls run outside the driver's Python process: the planner in a Python worker
+Spark starts per query, the reads in task workers; a Python data source has no metrics channel of
+its own. Each process that retries a call keeps its counts and rewrites one small JSON file in the
+directory (atomically: write, then rename); the driver sums the files on every scrape. Retries are
+rare, so the writes are too. Executors on other hosts write to their own disk: in cluster mode the
+counter covers the driver host's processes only (the retries still show in the executors' logs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections import Counter
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+RetryCounts = dict[tuple[str, str], int]
+"""(call, error) → retries."""
+
+_SEPARATOR = "|"
+
+
+class SpoolObserver:
+    """A `retry.RetryObserver` that counts in this process and mirrors the counts to its file."""
+
+    def __init__(self, directory: str) -> None:
+        self._directory = Path(directory)
+        self._path = self._directory / f"{os.getpid()}-{uuid.uuid4().hex}.json"
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, call: str, error: str) -> None:
+        with self._lock:
+            self._counts[f"{call}{_SEPARATOR}{error}"] += 1
+            try:
+                self._directory.mkdir(parents=True, exist_ok=True)
+                temporary = self._path.with_suffix(".tmp")
+                temporary.write_text(json.dumps(self._counts))
+                temporary.replace(self._path)
+            except OSError as exc:
+                log.warning("cannot record Kafka retry counts in %s: %s", self._directory, exc)
+
+
+_OBSERVERS: dict[str, SpoolObserver] = {}
+_OBSERVERS_LOCK = threading.Lock()
+
+
+def spool_observer(directory: str) -> SpoolObserver:
+    """This process's observer for ``directory`` (one file per process, however many tasks)."""
+    with _OBSERVERS_LOCK:
+        found = _OBSERVERS.get(directory)
+        if found is None:
+            found = _OBSERVERS[directory] = SpoolObserver(directory)
+        return found
+
+
+def read_spool(directory: str) -> RetryCounts:
+    """The retries counted so far by every process, summed."""
+    total: Counter[tuple[str, str]] = Counter()
+    try:
+        files = list(Path(directory).glob("*.json"))
+    except OSError:
+        return {}
+    for path in files:
+        try:
+            counts = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # replaced or removed while we looked; the next scrape sees it
+        for key, value in counts.items():
+            call, _, error = key.partition(_SEPARATOR)
+            total[(call, error)] += int(value)
+    return dict(total)
+
+
+class RetrySpool:
+    """The job's spool: a fresh temporary directory, removed by `close`."""
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="vigia-ingest-retries-")
+
+    def observer(self) -> SpoolObserver:
+        return spool_observer(self.directory)
+
+    def counts(self) -> RetryCounts:
+        return read_spool(self.directory)
+
+    def close(self) -> None:
+        with _OBSERVERS_LOCK:
+            _OBSERVERS.pop(self.directory, None)
+        shutil.rmtree(self.directory, ignore_errors=True)

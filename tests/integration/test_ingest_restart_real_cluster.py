@@ -1,0 +1,243 @@
+"""The ingest job riding through broker restarts on a real cluster (issue 14).
+
+Needs VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS and two shell commands that stop and start one broker,
+VIGIA_TEST_KAFKA_BROKER_STOP and VIGIA_TEST_KAFKA_BROKER_START: the broker id replaces ``{id}``
+in the command, or is appended to it (``docker stop kafka-{id}``, ``ssh kafka{id} systemctl stop
+kafka``, ``./broker.sh stop``). Two scenarios, each on its own topic and group (deleted after):
+
+- one broker (the one leading most of the topic's partitions) stopped cleanly during the second
+  batch of an available-now run in 30,000-row batches, started again 60 s later;
+- a rolling restart: every broker stopped for 30 s, one after the other (the next one only once
+  every partition of the topic is fully in sync again), during an available-now run in 5,000-row
+  batches.
+
+Each time the job exits 0, every produced measure is stored exactly once and the group's committed
+offsets equal the topic's end offsets. The cluster may be busy: deadlines, no quiet-cluster
+assumptions, nothing else on it touched except the stopped brokers.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
+
+import pyarrow.dataset as ds
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+from common import kafka_config
+from ingest.config import IngestConfig
+from ingest.job import run_job
+from ingest.kafka_source.adapter import KafkaAdmin
+from ingest.schema import MEASURE_KEY_COLUMNS
+from tests.ingest.conftest import backfill, spark, utc_day  # noqa: F401
+from tests.integration.test_ingest_real_cluster import topic  # noqa: F401
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+STOP_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP"
+START_ENV = "VIGIA_TEST_KAFKA_BROKER_START"
+COMMAND_TIMEOUT_S = 180.0
+IN_SYNC_TIMEOUT_S = 600.0
+FIRST_BATCH_TIMEOUT_S = 600.0
+
+
+def broker_command(template: str, broker: int) -> str:
+    if "{id}" in template:
+        return template.replace("{id}", str(broker))
+    return f"{template} {shlex.quote(str(broker))}"
+
+
+@dataclass
+class Brokers:
+    """Stops and starts brokers with the configured commands; remembers what it did, and when."""
+
+    bootstrap_servers: str
+    stop_command: str
+    start_command: str
+    events: list[tuple[float, str, int]] = field(default_factory=list)
+    stopped: set[int] = field(default_factory=set)
+
+    def _run(self, template: str, broker: int) -> None:
+        command = broker_command(template, broker)
+        subprocess.run(command, shell=True, check=True, timeout=COMMAND_TIMEOUT_S)
+
+    def stop(self, broker: int) -> None:
+        self._run(self.stop_command, broker)
+        self.stopped.add(broker)
+        self.events.append((time.monotonic(), "stop", broker))
+
+    def start(self, broker: int) -> None:
+        self._run(self.start_command, broker)
+        self.stopped.discard(broker)
+        self.events.append((time.monotonic(), "start", broker))
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap_servers, **kafka_config.from_env()})
+
+    def ids(self) -> list[int]:
+        return sorted(self.admin().list_topics(timeout=30).brokers)
+
+    def busiest_leader(self, name: str) -> int:
+        partitions = self.admin().list_topics(name, timeout=30).topics[name].partitions
+        return Counter(p.leader for p in partitions.values()).most_common(1)[0][0]
+
+    def wait_in_sync(self, name: str, broker: int) -> None:
+        """Until ``broker`` is back in the metadata and every replica of topic ``name`` is in
+        sync."""
+        give_up = time.monotonic() + IN_SYNC_TIMEOUT_S
+        while True:
+            try:
+                metadata = self.admin().list_topics(name, timeout=30)
+                partitions = metadata.topics[name].partitions.values()
+                if broker in metadata.brokers and all(
+                    set(p.isrs) == set(p.replicas) for p in partitions
+                ):
+                    return
+            except Exception:
+                pass
+            if time.monotonic() > give_up:
+                raise AssertionError(
+                    f"broker {broker} or the replicas of {name} not in sync after "
+                    f"{IN_SYNC_TIMEOUT_S:g} s"
+                )
+            time.sleep(2)
+
+
+@pytest.fixture
+def brokers(real_kafka_bootstrap: str) -> Iterator[Brokers]:
+    commands = {name: os.environ.get(name, "").strip() for name in (STOP_ENV, START_ENV)}
+    missing = [name for name, command in commands.items() if not command]
+    if missing:
+        pytest.skip(f"{' and '.join(missing)} not set: no way to stop and start a broker")
+    found = Brokers(real_kafka_bootstrap, commands[STOP_ENV], commands[START_ENV])
+    try:
+        yield found
+    finally:
+        for broker in sorted(found.stopped):  # never leave the shared cluster short of a broker
+            found.start(broker)
+
+
+def job_config(servers: str, name: str, base: Path, batch_rows: int) -> IngestConfig:
+    return IngestConfig(
+        bootstrap_servers=servers,
+        kafka_options=kafka_config.from_env(),
+        topic=name,
+        group_id=name,
+        output=str(base / "measure"),
+        quarantine=str(base / "quarantine"),
+        checkpoint=str(base / "checkpoint"),
+        available_now=True,
+        max_offsets_per_trigger=batch_rows,
+        trigger_interval=1.0,
+        metrics_port=0,
+    )
+
+
+class Chaos(threading.Thread):
+    """Runs ``action`` once ``done`` batches are committed (the next one is then running)."""
+
+    def __init__(self, checkpoint: Path, done: int, action: Callable[[], None]) -> None:
+        super().__init__(daemon=True)
+        self._marker = checkpoint / "commits" / str(done - 1)
+        self._action = action
+        self.failures: list[BaseException] = []
+        self.start()
+
+    def run(self) -> None:
+        give_up = time.monotonic() + FIRST_BATCH_TIMEOUT_S
+        while not self._marker.exists():
+            if time.monotonic() > give_up:
+                return
+            time.sleep(0.05)
+        try:
+            self._action()
+        except BaseException as exc:
+            self.failures.append(exc)
+
+
+def check_stored_once_and_committed(config: IngestConfig, valid: int) -> None:
+    measures = ds.dataset(config.output, partitioning="hive").to_table()
+    assert measures.num_rows == valid
+    assert measures.group_by(list(MEASURE_KEY_COLUMNS)).aggregate([]).num_rows == valid
+    admin = KafkaAdmin(config.bootstrap_servers, config.kafka_options, config.group_id, 60)
+    try:
+        _, latest = admin.topic_watermarks([config.topic])
+        assert admin.committed(latest) == latest
+    finally:
+        admin.close()
+
+
+def run_through(
+    session: SparkSession, config: IngestConfig, chaos: Chaos, brokers: Brokers
+) -> float:
+    """Run the job to the end; the time it ended. The chaos must have begun before that."""
+    code = run_job(config, session)
+    ended = time.monotonic()
+    chaos.join(timeout=IN_SYNC_TIMEOUT_S * 4)
+    assert not chaos.failures, chaos.failures
+    assert code == 0
+    assert brokers.events and brokers.events[0][0] < ended, (
+        "the run ended before any broker was stopped: the test proved nothing"
+    )
+    return ended
+
+
+def test_one_broker_stopped_during_the_second_batch_for_60_s(
+    brokers: Brokers,
+    topic: str,  # noqa: F811
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    session: SparkSession = request.getfixturevalue("spark")
+    manifest = backfill(
+        brokers.bootstrap_servers, tmp_path / "m.json", day=utc_day(1), meters=800, topic=topic
+    )
+    config = job_config(brokers.bootstrap_servers, topic, tmp_path, batch_rows=30_000)
+    victim = brokers.busiest_leader(topic)
+
+    def stop_then_start() -> None:
+        brokers.stop(victim)
+        time.sleep(60)
+        brokers.start(victim)
+
+    chaos = Chaos(tmp_path / "checkpoint", 1, stop_then_start)
+    run_through(session, config, chaos, brokers)
+    check_stored_once_and_committed(config, manifest.valid_total)
+
+
+def test_a_rolling_restart_of_every_broker(
+    brokers: Brokers,
+    topic: str,  # noqa: F811
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    session: SparkSession = request.getfixturevalue("spark")
+    manifest = backfill(
+        brokers.bootstrap_servers, tmp_path / "m.json", day=utc_day(1), meters=800, topic=topic
+    )
+    config = job_config(brokers.bootstrap_servers, topic, tmp_path, batch_rows=5_000)
+
+    def roll() -> None:
+        for broker in brokers.ids():
+            brokers.stop(broker)
+            time.sleep(30)
+            brokers.start(broker)
+            brokers.wait_in_sync(topic, broker)
+
+    chaos = Chaos(tmp_path / "checkpoint", 1, roll)
+    ended = run_through(session, config, chaos, brokers)
+    stops = [at for at, what, _ in brokers.events if what == "stop"]
+    print(f"{sum(at < ended for at in stops)} of {len(stops)} brokers stopped while the job ran")
+    check_stored_once_and_committed(config, manifest.valid_total)
