@@ -39,7 +39,7 @@ from kafka.admin import KafkaAdminClient
 
 from common.kafka_config import to_kafka_python
 from exporter.filters import Filters
-from exporter.librdkafka_log import librdkafka_logger
+from common.librdkafka_log import librdkafka_logger
 from exporter.snapshot import (
     Broker,
     BrokerLogDirs,

@@ -55,7 +55,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from exporter.librdkafka_log import librdkafka_logger
+from common.librdkafka_log import librdkafka_logger
 from exporter.probe.planner import ProbeTopicPlan, plan_probe_topic
 from exporter.probe.tracker import LatencyTracker, ProbeStats
 

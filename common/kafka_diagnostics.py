@@ -1,0 +1,132 @@
+"""What librdkafka said while connecting, named in one line: the glue between clients and logging.
+
+Every confluent-kafka client of every component is created with `KafkaDiagnostics.client_config()`:
+- ``logger``: librdkafka's own log lines go through Python logging (rate-limited per distinct line,
+  see `common.librdkafka_log`), never raw ``%3|…`` lines on stderr;
+- ``error_cb``: librdkafka's error events.
+Both are classified (`common.kafka_errors`); the first time a new authentication, TLS or
+authorization problem shows up, one ERROR line says it ("authentication failed for user X with
+mechanism Y (…)"), and `problem` keeps the latest one for the caller's own error message.
+
+librdkafka hands both over only while the application polls the client (confluent-kafka forwards
+its log queue to the client's main queue): a blocking call such as ``list_topics(timeout=30)``
+serves none of them. `wait_for_metadata` therefore asks in short slices, polls in between, and gives
+up at once on an authentication or TLS problem, which no retry fixes.
+
+    diagnostics = KafkaDiagnostics(options, "ingest.librdkafka")
+    producer = Producer({**config, **diagnostics.client_config()})
+    metadata = wait_for_metadata(producer, diagnostics, timeout=10.0, topic="measure")
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from common.kafka_errors import ACCESS_KINDS, TRANSPORT, Problem, classify
+from common.librdkafka_log import librdkafka_logger
+
+_SLICE_SECONDS = 0.5
+
+
+class KafkaUnavailable(RuntimeError):
+    """Metadata could not be read; `sentence` says why in one line, `problem` classifies it."""
+
+    def __init__(self, sentence: str, problem: Problem | None) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+        self.problem = problem
+
+
+class _Client(Protocol):
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any: ...
+    def poll(self, timeout: float = -1) -> Any: ...
+
+
+class KafkaDiagnostics:
+    def __init__(self, options: Mapping[str, str], logger_name: str) -> None:
+        # Only the two settings a message may quote: the rest may hold secrets.
+        self._subject = {k: v for k, v in options.items() if k.startswith("sasl.mechanism")}
+        if "sasl.username" in options:
+            self._subject["sasl.username"] = options["sasl.username"]
+        self._librdkafka = librdkafka_logger(logger_name)
+        self._log = logging.getLogger(logger_name.rsplit(".", 1)[0])
+        self._lock = threading.Lock()
+        self._problem: Problem | None = None
+        self._reported: set[str] = set()
+
+    def client_config(self) -> dict[str, Any]:
+        return {"logger": self, "error_cb": self.on_error}
+
+    @property
+    def problem(self) -> Problem | None:
+        """The latest problem seen (authentication, TLS, authorization or transport), if any."""
+        with self._lock:
+            return self._problem
+
+    def access_problem(self) -> Problem | None:
+        """The latest problem if it is one that retrying cannot fix (authentication, TLS)."""
+        problem = self.problem
+        return problem if problem is not None and problem.kind in ACCESS_KINDS else None
+
+    def explain(self, text: str, code: int | None = None) -> str:
+        """`text` (a failed call's error), led by the cause when one is known: a timeout or a
+        transport failure that an authentication or TLS failure explains says so."""
+        own = classify(text, code, self._subject)
+        if own is not None and own.kind != TRANSPORT:
+            return own.summary
+        access = self.access_problem()
+        return f"{access.summary}; {text}" if access is not None else text
+
+    # --- librdkafka callbacks (served by poll) ------------------------------------------------
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        """The `logger` interface confluent-kafka calls for each librdkafka log line."""
+        self._librdkafka.log(level, msg, *args)
+        if level <= logging.WARNING:
+            self._note(classify(msg % args if args else msg, None, self._subject))
+
+    def on_error(self, error: Any) -> None:
+        self._librdkafka.debug("error event: %s", error.str())
+        self._note(classify(error.str(), error.code(), self._subject))
+
+    def _note(self, problem: Problem | None) -> None:
+        if problem is None:
+            return
+        with self._lock:
+            self._problem = problem
+            new = problem.kind != TRANSPORT and problem.summary not in self._reported
+            if new:
+                if len(self._reported) > 100:
+                    self._reported.clear()
+                self._reported.add(problem.summary)
+        if new:
+            self._log.error("Kafka: %s", problem.summary)
+
+
+def wait_for_metadata(
+    client: _Client, diagnostics: KafkaDiagnostics, timeout: float, topic: str | None = None
+) -> Any:
+    """Cluster metadata (all topics, or `topic`), asked in slices with the callbacks served in
+    between. Raises `KafkaUnavailable` after `timeout`, or as soon as an authentication or TLS
+    problem is reported."""
+    give_up = time.monotonic() + timeout
+    last_error = "no answer"
+    while True:
+        left = give_up - time.monotonic()
+        try:
+            return client.list_topics(topic, timeout=max(0.05, min(_SLICE_SECONDS, left)))
+        except Exception as exc:  # KafkaException: the slice ran out
+            error = exc.args[0] if exc.args else None
+            last_error = str(error.str()) if hasattr(error, "str") else str(exc)
+        client.poll(0)
+        access = diagnostics.access_problem()
+        if access is not None:
+            raise KafkaUnavailable(access.summary, access)
+        if time.monotonic() >= give_up:
+            problem = diagnostics.problem
+            cause = problem.summary if problem is not None else last_error
+            raise KafkaUnavailable(f"no metadata within {timeout:g} s ({cause})", problem)
