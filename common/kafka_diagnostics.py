@@ -33,12 +33,19 @@ _SLICE_SECONDS = 0.5
 
 
 class KafkaUnavailable(RuntimeError):
-    """Metadata could not be read; `sentence` says why in one line, `problem` classifies it."""
+    """Metadata could not be read. `cause` says why in one line; `timed_out` is False when an
+    authentication or TLS problem (`problem`) ended the wait early."""
 
-    def __init__(self, sentence: str, problem: Problem | None) -> None:
-        super().__init__(sentence)
-        self.sentence = sentence
+    def __init__(self, cause: str, problem: Problem | None, timed_out: bool) -> None:
+        super().__init__(cause)
+        self.cause = cause
         self.problem = problem
+        self.timed_out = timed_out
+
+    def sentence(self, bootstrap_servers: str, timeout: float, name: str = "Kafka") -> str:
+        if self.timed_out:
+            return f"cannot reach {name} at {bootstrap_servers} within {timeout:g} s ({self.cause})"
+        return f"cannot use {name} at {bootstrap_servers}: {self.cause}"
 
 
 class _Client(Protocol):
@@ -125,8 +132,8 @@ def wait_for_metadata(
         client.poll(0)
         access = diagnostics.access_problem()
         if access is not None:
-            raise KafkaUnavailable(access.summary, access)
+            raise KafkaUnavailable(access.summary, access, timed_out=False)
         if time.monotonic() >= give_up:
             problem = diagnostics.problem
             cause = problem.summary if problem is not None else last_error
-            raise KafkaUnavailable(f"no metadata within {timeout:g} s ({cause})", problem)
+            raise KafkaUnavailable(cause, problem, timed_out=True)

@@ -15,7 +15,7 @@ never from the broker, and no setting's value other than those two is ever quote
 out of logs and metrics. librdkafka's own messages carry no secrets.
 
 Recorded formats (librdkafka 2.x, src/rdkafka_sasl*.c, rdkafka_ssl.c, rdkafka_broker.c; Kafka 4.0
-brokers; kafka-python 3 and Python's ssl module) are in tests/common/test_kafka_errors.py.
+brokers; kafka-python 3 and Python's ssl module) are in tests/common_kafka/test_kafka_errors.py.
 """
 
 from __future__ import annotations

@@ -22,10 +22,13 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from common.librdkafka_log import librdkafka_logger
 from ingest.kafka_source.offsets import Offsets
 from ingest.kafka_source.offsets import TopicPartition as TP
 
 log = logging.getLogger(__name__)
+LIBRDKAFKA_LOG: Final = "ingest.kafka_source.librdkafka"
 
 ERROR_MARKER: Final = "VIGIA_KAFKA_SOURCE_ERROR"
 """Tags the message of every source error so the driver can find it in Spark's wrapped errors."""
@@ -58,7 +61,7 @@ def consumer_config(
     """librdkafka settings: our read defaults, then the user's (SASL/SSL, ...) on top."""
     return {
         **READER_DEFAULTS,
-        "log_level": 3,
+        "logger": librdkafka_logger(LIBRDKAFKA_LOG),
         **options,
         "bootstrap.servers": bootstrap_servers,
         "group.id": group_id,
@@ -67,7 +70,7 @@ def consumer_config(
 
 def admin_config(bootstrap_servers: str, options: Mapping[str, str]) -> dict[str, Any]:
     """The user's settings (SASL/SSL, ...) for an admin client; consumer-only ones it ignores."""
-    return {"log_level": 3, **options, "bootstrap.servers": bootstrap_servers}
+    return {"logger": librdkafka_logger(LIBRDKAFKA_LOG), **options, "bootstrap.servers": bootstrap_servers}
 
 
 def describe(exc: BaseException) -> str:
@@ -84,7 +87,11 @@ class KafkaAdmin:
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
-        self._config = admin_config(bootstrap_servers, options)
+        self._diagnostics = KafkaDiagnostics(options, LIBRDKAFKA_LOG)
+        self._config = {
+            **admin_config(bootstrap_servers, options),
+            **self._diagnostics.client_config(),
+        }
         self._timeout_s = timeout_s
         self._client: AdminClient | None = None
         self._closed = False
@@ -109,11 +116,10 @@ class KafkaAdmin:
         """The topic's partition ids; a clear error if the cluster or the topic is not there."""
         try:
             # All topics: asking for one by name may create it (auto.create.topics.enable).
-            metadata = self._admin().list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
+            metadata = wait_for_metadata(self._admin(), self._diagnostics, self._timeout_s)
+        except KafkaUnavailable as exc:
             raise KafkaSourceError(
-                f"cannot reach the Kafka cluster at {self.bootstrap_servers} "
-                f"within {self._timeout_s:g} s ({describe(exc)})"
+                exc.sentence(self.bootstrap_servers, self._timeout_s, "the Kafka cluster")
             ) from exc
         found = metadata.topics.get(topic)
         if found is None or found.error is not None or not found.partitions:

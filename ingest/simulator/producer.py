@@ -14,6 +14,7 @@ from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from ingest.simulator.delivery import DeliveryCallback
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,9 @@ class KafkaSink:
         self.topic = topic
         self.bootstrap_servers = bootstrap_servers
         self._connect_timeout = connect_timeout
+        self.diagnostics = KafkaDiagnostics(options, "ingest.simulator.librdkafka")
         try:
-            self._producer = Producer(config, logger=logging.getLogger("librdkafka"))
+            self._producer = Producer({**config, **self.diagnostics.client_config()})
         except KafkaException as exc:
             raise ProducerError(f"invalid producer configuration: {exc.args[0].str()}") from exc
         self.delivery_timeout = float(config["message.timeout.ms"]) / 1000.0
@@ -61,11 +63,12 @@ class KafkaSink:
         """Fail fast, within the connect timeout, when the cluster or the topic is not there.
         Returns the topic's partition count."""
         try:
-            metadata = self._producer.list_topics(self.topic, timeout=self._connect_timeout)
-        except KafkaException as exc:
+            metadata = wait_for_metadata(
+                self._producer, self.diagnostics, self._connect_timeout, self.topic
+            )
+        except KafkaUnavailable as exc:
             raise ProducerError(
-                f"cannot reach Kafka at {self.bootstrap_servers} within "
-                f"{self._connect_timeout:g} s ({exc.args[0].str()})"
+                exc.sentence(self.bootstrap_servers, self._connect_timeout)
             ) from exc
         topic = metadata.topics.get(self.topic)
         if topic is None or (
