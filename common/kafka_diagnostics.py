@@ -36,11 +36,19 @@ class KafkaUnavailable(RuntimeError):
     """Metadata could not be read. `cause` says why in one line; `timed_out` is False when an
     authentication or TLS problem (`problem`) ended the wait early."""
 
-    def __init__(self, cause: str, problem: Problem | None, timed_out: bool) -> None:
+    def __init__(
+        self,
+        cause: str,
+        problem: Problem | None,
+        timed_out: bool,
+        error: BaseException | None = None,
+    ) -> None:
         super().__init__(cause)
         self.cause = cause
         self.problem = problem
         self.timed_out = timed_out
+        self.error = error
+        """The last failed metadata call's exception (a timeout), if any."""
 
     def sentence(self, bootstrap_servers: str, timeout: float, name: str = "Kafka") -> str:
         if self.timed_out:
@@ -121,19 +129,22 @@ def wait_for_metadata(
     between. Raises `KafkaUnavailable` after `timeout`, or as soon as an authentication or TLS
     problem is reported."""
     give_up = time.monotonic() + timeout
-    last_error = "no answer"
     while True:
-        left = give_up - time.monotonic()
+        started = time.monotonic()
+        slice_seconds = max(0.05, min(_SLICE_SECONDS, give_up - started))
         try:
-            return client.list_topics(topic, timeout=max(0.05, min(_SLICE_SECONDS, left)))
-        except Exception as exc:  # KafkaException: the slice ran out
-            error = exc.args[0] if exc.args else None
-            last_error = str(error.str()) if hasattr(error, "str") else str(exc)
+            return client.list_topics(topic, timeout=slice_seconds)
+        except Exception as exc:  # KafkaException
+            last_exception = exc
         client.poll(0)
         access = diagnostics.access_problem()
         if access is not None:
             raise KafkaUnavailable(access.summary, access, timed_out=False)
-        if time.monotonic() >= give_up:
+        # Only a call that used up its slice is asked again: one that failed sooner was answered.
+        answered = time.monotonic() - started < slice_seconds * 0.9
+        if answered or time.monotonic() >= give_up:
+            error: Any = last_exception.args[0] if last_exception.args else last_exception
+            text = str(error.str()) if hasattr(error, "str") else str(error)
             problem = diagnostics.problem
-            cause = problem.summary if problem is not None else last_error
-            raise KafkaUnavailable(cause, problem, timed_out=True)
+            cause = problem.summary if problem is not None else text
+            raise KafkaUnavailable(cause, problem, timed_out=True, error=last_exception)

@@ -92,7 +92,9 @@ _TLS: Final = re.compile(r"\bssl\b|\btls\b|certificate", re.I)
 _AUTHENTICATION: Final = re.compile(
     r"sasl|authentication failed|invalid credentials|authenticationfailed", re.I
 )
-_AUTHORIZATION: Final = re.compile(r"authorization ?failed|not authorized|authorizationfailed", re.I)
+_AUTHORIZATION: Final = re.compile(
+    r"authorization ?failed|not authorized|authorizationfailed", re.I
+)
 _TRANSPORT: Final = re.compile(
     r"transport failure|connection refused|connect to ipv|disconnected|brokers are down|"
     r"failed to resolve|timed out|nobrokersavailable|kafkaconnectionerror|connection reset",
@@ -102,9 +104,12 @@ _MECHANISM_IN_TEXT: Final = re.compile(r"with SASL mechanism ([A-Z0-9-]+)")
 # librdkafka's log line prefixes: "FAIL [rdkafka#producer-1] [thrd:sasl_ssl://h:9093/bootstrap]: "
 # and the broker name, "sasl_ssl://h:9093/bootstrap: " (its scheme would read as SASL or TLS).
 _PREFIXES: Final = re.compile(
-    r"^(?:[A-Z]+ \[[^\]]*\] )?(?:\[thrd:[^\]]*\]: )?(?:[a-z_]+://)?(?:[^\s/]+:\d+/(?:bootstrap|\d+): )?"
+    r"^(?:[A-Z]+ \[[^\]]*\] )?(?:\[thrd:[^\]]*\]: )?"
+    r"(?:[a-z_]+://)?(?:[^\s/]+:\d+/(?:bootstrap|\d+): )?"
 )
-_AFTER: Final = re.compile(r"\s*\(after \d+ms in state [A-Z_]+(?:, \d+ identical error\(s\) suppressed)?\)")
+_AFTER: Final = re.compile(
+    r"\s*\(after \d+ms in state [A-Z_]+(?:, \d+ identical error\(s\) suppressed)?\)"
+)
 
 
 @dataclass(frozen=True, slots=True)

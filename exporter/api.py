@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from common.kafka_errors import kind_of
 from exporter.probe.runner import DISABLED, ProbeRunner
 from exporter.probe.tracker import OUTCOMES
 from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
@@ -43,6 +44,10 @@ def probe_json(probe: ProbeRunner | None) -> dict[str, Any]:
         if probe is not None and enabled
         else None,
         "brokers": brokers,
+        "coverage": [
+            {"broker": broker, "covered": covered}
+            for broker, covered in sorted((probe.coverage() if probe is not None else {}).items())
+        ],
     }
 
 
@@ -52,7 +57,10 @@ def state_json(state: ExporterState) -> dict[str, Any]:
         "collected_at": snap.collected_at,
         "collection_duration_seconds": snap.durations.get("total"),
         "up": state.up,
-        "errors": [{"phase": e.phase, "message": e.message} for e in snap.errors],
+        "errors": [
+            {"phase": e.phase, "kind": kind_of(e.message) or "other", "message": e.message}
+            for e in snap.errors
+        ],
         "cluster": {
             "cluster_id": snap.cluster_id,
             "controller_id": snap.controller_id,

@@ -38,8 +38,8 @@ from kafka import errors as kafka_errors
 from kafka.admin import KafkaAdminClient
 
 from common.kafka_config import to_kafka_python
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from exporter.filters import Filters
-from common.librdkafka_log import librdkafka_logger
 from exporter.snapshot import (
     Broker,
     BrokerLogDirs,
@@ -60,8 +60,6 @@ from exporter.snapshot import (
 
 log = logging.getLogger(__name__)
 
-
-librdkafka_log = librdkafka_logger("exporter.librdkafka")
 
 CLIENT_ID = "vigia-exporter"
 # Kafka's own list (org.apache.kafka.common.internals.Topic): the Metadata API flags these, but
@@ -151,11 +149,13 @@ class KafkaAdapter:
         legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
     ) -> None:
         self._filters = filters
+        # librdkafka's own log lines go through Python logging like everything else, and name
+        # authentication and TLS failures (see common.kafka_diagnostics).
+        self._diagnostics = KafkaDiagnostics(options, "exporter.librdkafka")
         self._admin = admin_factory(
             {
                 "client.id": CLIENT_ID,
-                # librdkafka's own log lines go through Python logging like everything else.
-                "logger": librdkafka_log,
+                **self._diagnostics.client_config(),
                 **options,
                 "bootstrap.servers": bootstrap_servers,
             }
@@ -192,7 +192,11 @@ class KafkaAdapter:
         deadline = Deadline(timeout)
         phases = _Phases()
         try:
-            metadata = self._admin.list_topics(timeout=deadline.remaining())
+            metadata = wait_for_metadata(self._admin, self._diagnostics, deadline.remaining())
+        except KafkaUnavailable as exc:
+            text = error_text(exc.error) if exc.error is not None else exc.cause
+            phases.fail("metadata", self._diagnostics.explain(text))
+            metadata = None
         except Exception as exc:
             phases.fail("metadata", error_text(exc))
             metadata = None

@@ -19,6 +19,7 @@ from exporter.collectors.cluster import ClusterCollector
 from exporter.collectors.groups import ConsumerGroupCollector
 from exporter.collectors.health import HealthCollector
 from exporter.collectors.isr import IsrHistoryCollector
+from exporter.collectors.kafka_errors import KafkaErrorCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
 from exporter.collectors.topics import TopicCollector
@@ -39,6 +40,7 @@ Collector = (
     | ConsumerGroupCollector
     | LagCollector
     | HealthCollector
+    | KafkaErrorCollector
 )
 
 
@@ -52,6 +54,7 @@ def collectors(source: StateSource, version: str = VERSION) -> list[Collector]:
         ConsumerGroupCollector(source),
         LagCollector(source),
         HealthCollector(source, version),
+        KafkaErrorCollector(source),
     ]
 
 
@@ -64,7 +67,7 @@ def probe_collector(probe: ProbeRunner | None) -> ProbeCollector:
     """The probe's families; no runner is the same as a disabled one (only vigia_probe_up 0)."""
     if probe is None:
         return ProbeCollector(lambda: None, lambda: DISABLED)
-    return ProbeCollector(probe.stats, lambda: probe.status)
+    return ProbeCollector(probe.stats, lambda: probe.status, probe.coverage)
 
 
 def render_probe(probe: ProbeRunner | None) -> str:

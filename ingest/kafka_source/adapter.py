@@ -70,7 +70,11 @@ def consumer_config(
 
 def admin_config(bootstrap_servers: str, options: Mapping[str, str]) -> dict[str, Any]:
     """The user's settings (SASL/SSL, ...) for an admin client; consumer-only ones it ignores."""
-    return {"logger": librdkafka_logger(LIBRDKAFKA_LOG), **options, "bootstrap.servers": bootstrap_servers}
+    return {
+        "logger": librdkafka_logger(LIBRDKAFKA_LOG),
+        **options,
+        "bootstrap.servers": bootstrap_servers,
+    }
 
 
 def describe(exc: BaseException) -> str:

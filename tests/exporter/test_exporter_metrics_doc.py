@@ -36,7 +36,8 @@ def served() -> Families:
         snapshot("healthy"), durations=MappingProxyType({"metadata": 0.1, "total": 0.5})
     )
     texts = [render(state(s)) for s in SCENARIOS] + [render(derive(None, timed)), render(None)]
-    texts += [render_probe(None), text(ProbeCollector(probe_stats, lambda: "running").collect())]
+    probe = ProbeCollector(probe_stats, lambda: "running", lambda: {1: True})
+    texts += [render_probe(None), text(probe.collect())]
     return served_families(texts)
 
 
