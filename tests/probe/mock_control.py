@@ -25,7 +25,8 @@ CHILD = r"""
 import ctypes, glob, os, sys
 import confluent_kafka
 
-libs = os.path.join(os.path.dirname(os.path.dirname(confluent_kafka.__file__)), "confluent_kafka.libs")
+site = os.path.dirname(os.path.dirname(confluent_kafka.__file__))
+libs = os.path.join(site, "confluent_kafka.libs")
 found = glob.glob(os.path.join(libs, "librdkafka*.so*"))
 if not found:
     print("ERROR no bundled librdkafka in " + libs, flush=True)
