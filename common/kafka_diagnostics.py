@@ -101,7 +101,7 @@ class KafkaDiagnostics:
     def log(self, level: int, msg: str, *args: object) -> None:
         """The `logger` interface confluent-kafka calls for each librdkafka log line."""
         self._librdkafka.log(level, msg, *args)
-        if level <= logging.WARNING:
+        if level >= logging.WARNING:
             self._note(classify(msg % args if args else msg, None, self._subject))
 
     def on_error(self, error: Any) -> None:

@@ -56,7 +56,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from common.kafka_diagnostics import KafkaDiagnostics
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from exporter.probe.planner import (
     ProbePartition,
     ProbeTopicPlan,
@@ -281,9 +281,9 @@ class ProbeRunner:
         timeout = self.settings.request_timeout_seconds
         topic = self.settings.topic
         try:
-            metadata = admin.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            reason = self._diagnostics.explain(_reason(exc))
+            metadata = wait_for_metadata(admin, self._diagnostics, timeout)
+        except KafkaUnavailable as exc:
+            reason = exc.cause
             if self._status == RUNNING:
                 # An unreachable cluster is what the probe must keep measuring (as failed/lost).
                 logger.warning("probe topic upkeep skipped: %s", reason)
