@@ -39,6 +39,7 @@ from kafka.admin import KafkaAdminClient
 
 from common.kafka_config import to_kafka_python
 from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from common.kafka_errors import AUTHORIZATION, kind_of
 from exporter.filters import Filters
 from exporter.snapshot import (
     Broker,
@@ -425,12 +426,14 @@ class KafkaAdapter:
             description = _future_value(described.get(group_id), group_id, describe_failures)
             committed = _future_value(offsets.get(group_id), group_id, offset_failures)
             groups.append(_group(group_id, description, committed, self._filters))
-        if described and describe_failures:
-            phases.fail(
-                "groups", "DescribeGroups " + _summary(describe_failures, len(group_ids), "groups")
-            )
-        if offset_failures:
-            phases.fail("group_offsets", _summary(offset_failures, len(group_ids), "groups"))
+        # Groups the exporter may not see are a fact about its permissions, summarised apart so
+        # that they never hide another failure (snapshot.PERMISSION_PHASES).
+        for denied, failures in _by_permission(describe_failures if described else []):
+            summary = _summary(failures, len(group_ids), "groups")
+            phases.fail("groups", f"DescribeGroups {'denied, ' if denied else ''}{summary}")
+        for denied, failures in _by_permission(offset_failures):
+            summary = _summary(failures, len(group_ids), "groups")
+            phases.fail("group_offsets", f"{'denied, ' if denied else ''}{summary}")
         phases.timed("groups", started)
         phases.timed("group_offsets", started)
         return tuple(groups)
@@ -523,6 +526,13 @@ def _future_value(future: Future[Any] | None, key: str, failures: list[str]) -> 
     except Exception as exc:
         failures.append(f"{key}: {error_text(exc)}")
         return None
+
+
+def _by_permission(failures: list[str]) -> list[tuple[bool, list[str]]]:
+    """(denied, failures): authorization failures apart from the others, each group non-empty."""
+    denied = [f for f in failures if kind_of(f) == AUTHORIZATION]
+    other = [f for f in failures if kind_of(f) != AUTHORIZATION]
+    return [(flag, group) for flag, group in ((True, denied), (False, other)) if group]
 
 
 def _summary(failures: list[str], total: int, what: str) -> str:
