@@ -22,7 +22,11 @@ leading several has their messages combined. The log says so at WARNING.
 Every `interval_seconds` the runner refreshes the leaders of the probe partitions (one Metadata
 request for the probe topic) and sends one small message per partition through each producer
 (`acks=all` and `acks=1`, `linger.ms=0`, no idempotence so acks=1 is allowed). Produce latency is
-librdkafka's own measure from produce() to the acknowledgement. The consumer is assigned all probe
+librdkafka's own measure from produce() to the acknowledgement. The same refresh records which
+brokers lead a probe partition (`coverage`) and, when a partition's preferred leader is back in its
+ISR but leads no probe partition (leadership drifts with every broker restart), asks for a
+preferred-leader election of that partition, at most once per reconcile interval (Alter on the
+cluster; denied, a WARNING says which brokers go unprobed). The consumer is assigned all probe
 partitions at their high watermarks (no group membership, no commits); it only counts messages of
 this runner instance. Producers' `message.timeout.ms` equals the lost deadline: a message that
 cannot be written gets its failure report at about the deadline and counts as `failed`.
