@@ -195,8 +195,11 @@ class KafkaAdapter:
         try:
             metadata = wait_for_metadata(self._admin, self._diagnostics, deadline.remaining())
         except KafkaUnavailable as exc:
-            text = error_text(exc.error) if exc.error is not None else exc.cause
-            phases.fail("metadata", self._diagnostics.explain(text))
+            # An authentication or TLS failure ended the wait: its summary is the message.
+            text = (
+                exc.cause if exc.error is None else self._diagnostics.explain(error_text(exc.error))
+            )
+            phases.fail("metadata", text)
             metadata = None
         except Exception as exc:
             phases.fail("metadata", error_text(exc))

@@ -110,7 +110,7 @@ def test_exporter_api_and_metrics(
     assert state is not None
     errors = api.cluster_json(state)["errors"]
     assert [(e["phase"], e["kind"]) for e in errors] == [("metadata", "authentication")]
-    assert errors[0]["message"].startswith(SAID)
+    assert errors[0]["message"].startswith(SAID) and errors[0]["message"].count(SAID) == 1
     found = samples(exposition(state))
     assert value(found, "vigia_exporter_last_collection_errors", kind="authentication") == 1
     assert value(found, "vigia_exporter_last_collection_errors", kind="transport") == 0
