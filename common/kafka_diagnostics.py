@@ -16,7 +16,8 @@ the handshake with Python's ssl module, same CA file and host, which says which 
 librdkafka hands both over only while the application polls the client (confluent-kafka forwards
 its log queue to the client's main queue): a blocking call such as ``list_topics(timeout=30)``
 serves none of them. `wait_for_metadata` therefore asks in short slices, polls in between, and gives
-up at once on an authentication or TLS problem, which no retry fixes.
+up at once on an authentication or TLS problem, which no retry fixes. The slices double (0.5 s,
+1 s, 2 s, …) so that a slow but working cluster is not asked again and again too briefly.
 
     diagnostics = KafkaDiagnostics(options, "ingest.librdkafka")
     producer = Producer({**config, **diagnostics.client_config()})
@@ -192,9 +193,13 @@ def wait_for_metadata(
     between. Raises `KafkaUnavailable` after `timeout`, or as soon as an authentication or TLS
     problem is reported."""
     give_up = time.monotonic() + timeout
+    # Slices double: a slow cluster whose answer takes longer than a slice still gets one in time
+    # (a call that times out drops the answer of its request).
+    slice_limit = _SLICE_SECONDS
     while True:
         started = time.monotonic()
-        slice_seconds = max(0.05, min(_SLICE_SECONDS, give_up - started))
+        slice_seconds = max(0.05, min(slice_limit, give_up - started))
+        slice_limit *= 2
         try:
             return client.list_topics(topic, timeout=slice_seconds)
         except Exception as exc:  # KafkaException
