@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from common.kafka_errors import kind_of
 from exporter.connect.collector import connect_json
 from exporter.connect.watcher import ConnectReport
 from exporter.pipeline_hops import hop_lags
@@ -90,6 +91,10 @@ def probe_json(probe: ProbeRunner | None) -> dict[str, Any]:
         if probe is not None and enabled
         else None,
         "brokers": brokers,
+        "coverage": [
+            {"broker": broker, "covered": covered}
+            for broker, covered in sorted((probe.coverage() if probe is not None else {}).items())
+        ],
     }
 
 
@@ -99,7 +104,10 @@ def state_json(state: ExporterState) -> dict[str, Any]:
         "collected_at": snap.collected_at,
         "collection_duration_seconds": snap.durations.get("total"),
         "up": state.up,
-        "errors": [{"phase": e.phase, "message": e.message} for e in snap.errors],
+        "errors": [
+            {"phase": e.phase, "kind": kind_of(e.message) or "other", "message": e.message}
+            for e in snap.errors
+        ],
         "cluster": {
             "cluster_id": snap.cluster_id,
             "controller_id": snap.controller_id,

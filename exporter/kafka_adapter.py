@@ -39,8 +39,9 @@ from kafka import errors as kafka_errors
 from kafka.admin import KafkaAdminClient
 
 from common.kafka_config import to_kafka_python
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from common.kafka_errors import AUTHORIZATION, kind_of
 from exporter.filters import Filters
-from exporter.librdkafka_log import librdkafka_logger
 from exporter.snapshot import (
     Broker,
     BrokerLogDirs,
@@ -61,8 +62,6 @@ from exporter.snapshot import (
 
 log = logging.getLogger(__name__)
 
-
-librdkafka_log = librdkafka_logger("exporter.librdkafka")
 
 CLIENT_ID = "vigia-exporter"
 # Kafka's own list (org.apache.kafka.common.internals.Topic): the Metadata API flags these, but
@@ -153,11 +152,13 @@ class KafkaAdapter:
         legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
     ) -> None:
         self._filters = filters
+        # librdkafka's own log lines go through Python logging like everything else, and name
+        # authentication and TLS failures (see common.kafka_diagnostics).
+        self._diagnostics = KafkaDiagnostics(options, "exporter.librdkafka")
         self._admin = admin_factory(
             {
                 "client.id": CLIENT_ID,
-                # librdkafka's own log lines go through Python logging like everything else.
-                "logger": librdkafka_log,
+                **self._diagnostics.client_config(),
                 **options,
                 "bootstrap.servers": bootstrap_servers,
             }
@@ -194,7 +195,14 @@ class KafkaAdapter:
         deadline = Deadline(timeout)
         phases = _Phases()
         try:
-            metadata = self._admin.list_topics(timeout=deadline.remaining())
+            metadata = wait_for_metadata(self._admin, self._diagnostics, deadline.remaining())
+        except KafkaUnavailable as exc:
+            # An authentication or TLS failure ended the wait: its summary is the message.
+            text = (
+                exc.cause if exc.error is None else self._diagnostics.explain(error_text(exc.error))
+            )
+            phases.fail("metadata", text)
+            metadata = None
         except Exception as exc:
             phases.fail("metadata", error_text(exc))
             metadata = None
@@ -440,12 +448,14 @@ class KafkaAdapter:
             description = _future_value(described.get(group_id), group_id, describe_failures)
             committed = _future_value(offsets.get(group_id), group_id, offset_failures)
             groups.append(_group(group_id, description, committed, self._filters))
-        if described and describe_failures:
-            phases.fail(
-                "groups", "DescribeGroups " + _summary(describe_failures, len(group_ids), "groups")
-            )
-        if offset_failures:
-            phases.fail("group_offsets", _summary(offset_failures, len(group_ids), "groups"))
+        # Groups the exporter may not see are a fact about its permissions, summarised apart so
+        # that they never hide another failure (snapshot.PERMISSION_PHASES).
+        for denied, failures in _by_permission(describe_failures if described else []):
+            summary = _summary(failures, len(group_ids), "groups")
+            phases.fail("groups", f"DescribeGroups {'denied, ' if denied else ''}{summary}")
+        for denied, failures in _by_permission(offset_failures):
+            summary = _summary(failures, len(group_ids), "groups")
+            phases.fail("group_offsets", f"{'denied, ' if denied else ''}{summary}")
         phases.timed("groups", started)
         phases.timed("group_offsets", started)
         return tuple(groups)
@@ -570,6 +580,13 @@ def _future_value(future: Future[Any] | None, key: str, failures: list[str]) -> 
     except Exception as exc:
         failures.append(f"{key}: {error_text(exc)}")
         return None
+
+
+def _by_permission(failures: list[str]) -> list[tuple[bool, list[str]]]:
+    """(denied, failures): authorization failures apart from the others, each group non-empty."""
+    denied = [f for f in failures if kind_of(f) == AUTHORIZATION]
+    other = [f for f in failures if kind_of(f) != AUTHORIZATION]
+    return [(flag, group) for flag, group in ((True, denied), (False, other)) if group]
 
 
 def _summary(failures: list[str], total: int, what: str) -> str:

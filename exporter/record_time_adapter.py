@@ -25,7 +25,8 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
-from exporter.kafka_adapter import CLIENT_ID, error_text, librdkafka_log
+from common.librdkafka_log import librdkafka_logger
+from exporter.kafka_adapter import CLIENT_ID, error_text
 from exporter.record_time import (
     PARTITION_BYTES,
     RESPONSE_BYTES,
@@ -38,6 +39,7 @@ from exporter.snapshot import ClusterSnapshot, RecordTime
 from exporter.state import ExporterState
 
 log = logging.getLogger(__name__)
+librdkafka_log = librdkafka_logger("exporter.librdkafka")
 
 PHASE = "record_times"  # its key in the snapshot's durations
 GROUP_ID = "vigia-exporter-record-times"

@@ -12,11 +12,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from common.kafka_errors import AUTHORIZATION, kind_of
+
 # Collection phases, in the order the adapter runs them. Each one fails on its own: its data is
 # missing from the snapshot and its error is listed in `ClusterSnapshot.errors`.
 PHASES = ("metadata", "cluster", "configs", "offsets", "log_dirs", "groups", "group_offsets")
 # A collection that did not finish within its timeout is reported under this phase.
 COLLECTION_PHASE = "collection"
+PERMISSION_PHASES = frozenset({"groups", "group_offsets"})
+"""Phases whose authorization failures do not make a collection fail (see `ClusterSnapshot.ok`)."""
 
 ControllerSource = Literal["quorum", "describe_cluster", "metadata"]
 
@@ -179,8 +183,12 @@ class ClusterSnapshot:
 
     @property
     def ok(self) -> bool:
-        """Every phase succeeded."""
-        return not self.errors
+        """Every phase succeeded, but for groups the exporter is not authorized to see: those are
+        facts about its permissions (listed in `errors`), not a failure to do its job."""
+        return all(
+            e.phase in PERMISSION_PHASES and kind_of(e.message) == AUTHORIZATION
+            for e in self.errors
+        )
 
 
 def min_insync_replicas(topic: Topic, broker_default: int | None) -> int | None:

@@ -20,6 +20,7 @@ from exporter.collectors.groups import ConsumerGroupCollector
 from exporter.collectors.health import HealthCollector
 from exporter.collectors.hes import HesCollector
 from exporter.collectors.isr import IsrHistoryCollector
+from exporter.collectors.kafka_errors import KafkaErrorCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
 from exporter.collectors.topics import TopicCollector
@@ -39,6 +40,7 @@ Collector = (
     | ConsumerGroupCollector
     | LagCollector
     | HealthCollector
+    | KafkaErrorCollector
 )
 
 
@@ -54,6 +56,7 @@ def collectors(
         ConsumerGroupCollector(source, granularity.group_offsets),
         LagCollector(source, granularity.group_lag),
         HealthCollector(source, version),
+        KafkaErrorCollector(source),
     ]
 
 
@@ -66,7 +69,7 @@ def probe_collector(probe: ProbeRunner | None) -> ProbeCollector:
     """The probe's families; no runner is the same as a disabled one (only vigia_probe_up 0)."""
     if probe is None:
         return ProbeCollector(lambda: None, lambda: DISABLED)
-    return ProbeCollector(probe.stats, lambda: probe.status)
+    return ProbeCollector(probe.stats, lambda: probe.status, probe.coverage)
 
 
 def render_probe(probe: ProbeRunner | None) -> str:

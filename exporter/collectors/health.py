@@ -21,7 +21,8 @@ class HealthCollector:
         state = self._source()
         yield GaugeMetricFamily(
             "vigia_exporter_up",
-            "1 when every phase of the last collection succeeded, else 0.",
+            "1 when every phase of the last collection succeeded (groups it may not describe "
+            "excepted), else 0.",
             value=1 if state is not None and state.up else 0,
         )
         duration = GaugeMetricFamily(

@@ -1,6 +1,8 @@
 """End-to-end probe: produce to a probe topic led by every broker, consume it back, time it all.
 
-- `planner.plan_probe_topic` (pure): CreateTopics / CreatePartitions actions for the probe topic.
+- `planner.plan_probe_topic` (pure): CreateTopics / CreatePartitions actions for the probe topic;
+  `planner.coverage` / `planner.preferred_elections` (pure): which brokers lead a probe partition,
+  which partitions to hand back to their preferred leader after a restart.
 - `tracker.LatencyTracker` (pure): produce latency per broker and acks, replication estimate,
   round trip, outcomes (ok / failed / lost) → `ProbeStats`.
 - `runner.ProbeRunner` (confluent-kafka adapter): topic upkeep and the background threads.

@@ -1,10 +1,11 @@
 """Prometheus collector for the end-to-end probe: families rebuilt from `ProbeStats` on each scrape.
 
-    registry.register(ProbeCollector(runner.stats, lambda: runner.status))
+    registry.register(ProbeCollector(runner.stats, lambda: runner.status, runner.coverage))
 
 `stats` is any callable returning the current `ProbeStats` (or None: no probe series at all, e.g.
 probing disabled); `status` returns the runner's status, and `vigia_probe_up` is 1 only while it
 is "running", so alerts can tell "the probe sees no traffic" from "the probe is off".
+`coverage` returns broker → whether it leads a probe partition (`vigia_probe_broker_covered`).
 Label values: `broker` is the id of the broker leading the probe partition when the message was
 sent, `acks` is `all` or `1`, `outcome` is `ok`, `failed` or `lost`.
 """
@@ -12,7 +13,7 @@ sent, `acks` is `all` or `1`, `outcome` is `ok`, `failed` or `lost`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -30,6 +31,7 @@ PRODUCE_LATENCY = "vigia_probe_produce_latency_seconds"
 REPLICATION_LATENCY = "vigia_probe_replication_latency_seconds"
 ROUNDTRIP_LATENCY = "vigia_probe_roundtrip_latency_seconds"
 MESSAGES = "vigia_probe_messages"  # exposed as vigia_probe_messages_total
+COVERED = "vigia_probe_broker_covered"
 
 UP_HELP = (
     "1 while the end-to-end probe runs, 0 when it is disabled (--no-probe) or off (e.g. the probe "
@@ -52,12 +54,23 @@ MESSAGES_HELP = (
     "Probe messages by leading broker and outcome: ok = consumed before the deadline, failed = the "
     "produce failed, lost = produced but not consumed before the deadline."
 )
+COVERED_HELP = (
+    "1 when the broker leads a probe partition, so the probe measures it; 0 when it leads none "
+    "(stopped, or leadership moved away and could not be moved back). One series per broker in "
+    "the cluster metadata or holding a probe replica."
+)
 
 
 class ProbeCollector(Collector):
-    def __init__(self, stats: Callable[[], ProbeStats | None], status: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        stats: Callable[[], ProbeStats | None],
+        status: Callable[[], str],
+        coverage: Callable[[], Mapping[int, bool]] = dict,
+    ) -> None:
         self._stats = stats
         self._status = status
+        self._coverage = coverage
 
     def describe(self) -> Iterator[Metric]:
         # Names only, so registering never calls into the probe.
@@ -68,6 +81,7 @@ class ProbeCollector(Collector):
         yield GaugeMetricFamily(REPLICATION_LATENCY, REPLICATION_LATENCY_HELP, labels=["broker"])
         yield HistogramMetricFamily(ROUNDTRIP_LATENCY, ROUNDTRIP_LATENCY_HELP, labels=["broker"])
         yield CounterMetricFamily(MESSAGES, MESSAGES_HELP, labels=["broker", "outcome"])
+        yield GaugeMetricFamily(COVERED, COVERED_HELP, labels=["broker"])
 
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(UP, UP_HELP, value=int(self._status() == RUNNING))
@@ -99,6 +113,11 @@ class ProbeCollector(Collector):
         for (broker, outcome), count in sorted(stats.messages.items()):
             messages.add_metric([str(broker), outcome], count)
         yield messages
+
+        covered = GaugeMetricFamily(COVERED, COVERED_HELP, labels=["broker"])
+        for broker, is_covered in sorted(self._coverage().items()):
+            covered.add_metric([str(broker)], int(is_covered))
+        yield covered
 
 
 def _add(family: HistogramMetricFamily, labels: list[str], histogram: HistogramSnapshot) -> None:

@@ -1,5 +1,10 @@
 """Probe topic planning: one partition led by each broker, RF = min(3, brokers). Pure, no I/O.
 
+`coverage` says which brokers lead a probe partition right now, and `preferred_elections` which
+partitions to give back to their preferred leader when leadership has drifted (every broker restart
+moves its leaders away; Kafka moves them back only with auto.leader.rebalance.enable, and only once
+the broker's whole imbalance passes a threshold).
+
 `plan_probe_topic(topic, broker_ids, topics)` takes the cluster's broker ids and the replica lists
 of the topics in the metadata ({topic: {partition: replicas}}, first replica = preferred leader) and
 returns the actions for the probe topic only; every other topic in `topics` is ignored:
@@ -79,3 +84,51 @@ def _assign(
             load[broker] += 1
         assignment.append((leader, *followers))
     return tuple(assignment)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbePartition:
+    """A probe partition as the metadata shows it now."""
+
+    partition: int
+    leader: int
+    """-1 while it has none."""
+    replicas: tuple[int, ...]
+    """Preferred leader first."""
+    isr: tuple[int, ...]
+
+
+def coverage(broker_ids: Iterable[int], partitions: Iterable[ProbePartition]) -> dict[int, bool]:
+    """Broker → whether it leads a probe partition, for every live broker and every broker holding
+    a probe replica (a stopped broker stays listed, uncovered, until its replicas move away)."""
+    partitions = list(partitions)
+    expected = set(broker_ids).union(*(p.replicas for p in partitions))
+    leaders = {p.leader for p in partitions}
+    return {broker: broker in leaders for broker in sorted(expected) if broker >= 0}
+
+
+def preferred_elections(
+    broker_ids: Iterable[int], partitions: Iterable[ProbePartition]
+) -> tuple[int, ...]:
+    """Probe partitions to hand back to their preferred leader, at most one per broker: the
+    preferred leader is live, in the ISR (caught up, so the election is clean), and leads no probe
+    partition now. After a rolling restart this brings back the one-partition-per-broker layout
+    that each restart's leader failover took away."""
+    live = set(broker_ids)
+    partitions = sorted(partitions, key=lambda p: p.partition)
+    leading = {p.leader for p in partitions}
+    chosen: list[int] = []
+    seen: set[int] = set()
+    for p in partitions:
+        preferred = p.replicas[0] if p.replicas else -1
+        if (
+            preferred == p.leader
+            or preferred not in live
+            or preferred not in p.isr
+            or preferred in leading
+            or preferred in seen
+        ):
+            continue
+        seen.add(preferred)
+        chosen.append(p.partition)
+    return tuple(chosen)

@@ -22,7 +22,11 @@ leading several has their messages combined. The log says so at WARNING.
 Every `interval_seconds` the runner refreshes the leaders of the probe partitions (one Metadata
 request for the probe topic) and sends one small message per partition through each producer
 (`acks=all` and `acks=1`, `linger.ms=0`, no idempotence so acks=1 is allowed). Produce latency is
-librdkafka's own measure from produce() to the acknowledgement. The consumer is assigned all probe
+librdkafka's own measure from produce() to the acknowledgement. The same refresh records which
+brokers lead a probe partition (`coverage`) and, when a partition's preferred leader is back in its
+ISR but leads no probe partition (leadership drifts with every broker restart), asks for a
+preferred-leader election of that partition, at most once per reconcile interval (Alter on the
+cluster; denied, a WARNING says which brokers go unprobed). The consumer is assigned all probe
 partitions at their high watermarks (no group membership, no commits); it only counts messages of
 this runner instance. Producers' `message.timeout.ms` equals the lost deadline: a message that
 cannot be written gets its failure report at about the deadline and counts as `failed`.
@@ -43,6 +47,7 @@ from typing import Any
 from confluent_kafka import (
     OFFSET_END,
     Consumer,
+    ElectionType,
     KafkaError,
     KafkaException,
     Message,
@@ -55,16 +60,25 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from exporter.librdkafka_log import librdkafka_logger
-from exporter.probe.planner import ProbeTopicPlan, plan_probe_topic
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from exporter.probe.planner import (
+    ProbePartition,
+    ProbeTopicPlan,
+    coverage,
+    plan_probe_topic,
+    preferred_elections,
+)
 from exporter.probe.tracker import LatencyTracker, ProbeStats
 
 logger = logging.getLogger(__name__)
-_librdkafka_logger = librdkafka_logger("exporter.probe.librdkafka")
 
 DEFAULT_TOPIC = "vigia-probe"
 RUNNING = "running"
 DISABLED = "disabled"
+GROUP_PREFIX = "vigia-probe-"
+"""The probe consumer's group.id: this prefix and a random instance id (ACL: a prefixed grant)."""
+# Kafka's answer when the preferred leader already leads: not a failure.
+_ELECTION_NOT_NEEDED = 84
 # Probe messages only need to live until they are consumed.
 PROBE_TOPIC_CONFIG = {"retention.ms": "3600000", "segment.ms": "3600000"}
 _POLL_SECONDS = 0.05
@@ -115,6 +129,12 @@ class ProbeRunner:
         self._admin: AdminClient | None = None
         self._producers: dict[str, Producer] = {}
         self._consumer: Consumer | None = None
+        self._diagnostics = KafkaDiagnostics(
+            {k: str(v) for k, v in kafka_config.items()}, "exporter.probe.librdkafka"
+        )
+        self._coverage: dict[int, bool] = {}
+        self._next_election = 0.0
+        self._election_failure: str | None = None
 
     @property
     def status(self) -> str:
@@ -125,6 +145,11 @@ class ProbeRunner:
         """Probe partition → broker its messages are attributed to (leader at the last refresh)."""
         with self._lock:
             return dict(self._partitions)
+
+    def coverage(self) -> dict[int, bool]:
+        """Broker → whether it leads a probe partition (at the last refresh of the leaders)."""
+        with self._lock:
+            return dict(self._coverage)
 
     def stats(self) -> ProbeStats | None:
         if not self.settings.enabled:
@@ -175,7 +200,7 @@ class ProbeRunner:
         common = {
             **self._kafka_config,
             "allow.auto.create.topics": False,
-            "logger": _librdkafka_logger,
+            **self._diagnostics.client_config(),
         }
         self._admin = AdminClient({**common, "client.id": "vigia-probe-admin"})
         for acks in ("all", "1"):
@@ -195,7 +220,7 @@ class ProbeRunner:
                 **common,
                 "client.id": "vigia-probe-consumer",
                 # Required by the client, never used: the consumer is assigned, never subscribes.
-                "group.id": f"vigia-probe-{self._instance}",
+                "group.id": f"{GROUP_PREFIX}{self._instance}",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "latest",
@@ -260,13 +285,14 @@ class ProbeRunner:
         timeout = self.settings.request_timeout_seconds
         topic = self.settings.topic
         try:
-            metadata = admin.list_topics(timeout=timeout)
-        except KafkaException as exc:
+            metadata = wait_for_metadata(admin, self._diagnostics, timeout)
+        except KafkaUnavailable as exc:
+            reason = exc.cause
             if self._status == RUNNING:
                 # An unreachable cluster is what the probe must keep measuring (as failed/lost).
-                logger.warning("probe topic upkeep skipped: %s", _reason(exc))
+                logger.warning("probe topic upkeep skipped: %s", reason)
             else:
-                self._off(f"cannot read cluster metadata ({_reason(exc)}); retrying")
+                self._off(f"cannot read cluster metadata ({reason}); retrying")
             return
         topics = {
             name: {p.id: list(p.replicas) for p in t.partitions.values()}
@@ -366,11 +392,76 @@ class ProbeRunner:
             p.id: p.leader if p.leader >= 0 else (p.replicas[0] if p.replicas else -1)
             for p in description.partitions.values()
         }
+        partitions = [
+            ProbePartition(p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+            for p in description.partitions.values()
+        ]
+        brokers = [b for b in metadata.brokers if b >= 0]
+        covered = coverage(brokers, partitions)
         with self._lock:
             self._partitions = leaders
+            changed, self._coverage = covered != self._coverage, covered
+        if changed:
+            logger.info("probe covers brokers %s", _covered_text(covered))
         if frozenset(leaders) != self._assigned:
             self._assign(sorted(leaders))
+        self._elect(preferred_elections(brokers, partitions), partitions)
         return True
+
+    def _elect(self, elections: tuple[int, ...], partitions: list[ProbePartition]) -> None:
+        """Preferred-leader election for probe partitions whose preferred leader is back and in
+        sync but leads none (needs Alter on the cluster); at most once per reconcile interval.
+        Never waits: the answer is logged from the future's callback."""
+        if not elections or self._clock() < self._next_election:
+            return
+        assert self._admin is not None
+        self._next_election = self._clock() + self.settings.reconcile_interval_seconds
+        preferred = {p.partition: p.replicas[0] for p in partitions if p.partition in elections}
+        request = [TopicPartition(self.settings.topic, p) for p in elections]
+        try:
+            # No timeout arguments: confluent-kafka 2.16's elect_leaders rejects them
+            # ("more argument specifiers than keyword list entries"); librdkafka's default applies.
+            future = self._admin.elect_leaders(ElectionType.PREFERRED, request)
+        except (KafkaException, TypeError, ValueError, SystemError) as exc:
+            self._election_failed(preferred, str(exc))
+            return
+        future.add_done_callback(partial(self._elected, preferred))
+
+    def _elected(self, preferred: dict[int, int], future: Any) -> None:
+        try:
+            results = future.result()
+        except Exception as exc:  # the whole request failed: KafkaException, timeout
+            reason = _reason(exc) if isinstance(exc, KafkaException) else repr(exc)
+            self._election_failed(preferred, reason)
+            return
+        failures = []
+        for tp, error in results.items():
+            kafka_error = (
+                error.args[0] if isinstance(error, KafkaException) and error.args else None
+            )
+            if kafka_error is not None and kafka_error.code() != _ELECTION_NOT_NEEDED:
+                failures.append(f"partition {tp.partition}: {kafka_error.str()}")
+        if failures:
+            self._election_failed(preferred, "; ".join(failures))
+            return
+        self._election_failure = None
+        logger.info(
+            "probe partitions %s handed back to their preferred leaders %s",
+            sorted(preferred),
+            [preferred[p] for p in sorted(preferred)],
+        )
+
+    def _election_failed(self, preferred: dict[int, int], reason: str) -> None:
+        if reason != self._election_failure:
+            logger.warning(
+                "cannot hand probe partitions %s back to their preferred leaders %s (%s): those "
+                "brokers lead no probe partition and are not probed; grant Alter on the cluster "
+                "to the exporter's principal (README, ACLs), or run kafka-leader-election.sh",
+                sorted(preferred),
+                [preferred[p] for p in sorted(preferred)],
+                reason,
+            )
+        self._election_failure = reason
 
     def _assign(self, partitions: list[int]) -> None:
         """Assign the consumer at the current high watermarks: it sees every probe sent after."""
@@ -447,6 +538,12 @@ class ProbeRunner:
         if self._status != f"off: {reason}":
             logger.warning("end-to-end probe off: %s", reason)
         self._status = f"off: {reason}"
+
+
+def _covered_text(covered: dict[int, bool]) -> str:
+    missing = [b for b, ok in covered.items() if not ok]
+    leading = [b for b, ok in covered.items() if ok]
+    return f"{leading}" + (f"; brokers {missing} lead no probe partition" if missing else "")
 
 
 def _code(exc: KafkaException) -> int | None:

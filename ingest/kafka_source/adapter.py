@@ -24,6 +24,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from common.librdkafka_log import librdkafka_logger
 from ingest.kafka_source.offsets import Offsets
 from ingest.kafka_source.offsets import TopicPartition as TP
 from ingest.kafka_source.retry import (
@@ -39,6 +41,7 @@ from ingest.kafka_source.retry import (
 )
 
 log = logging.getLogger(__name__)
+LIBRDKAFKA_LOG: Final = "ingest.kafka_source.librdkafka"
 
 T = TypeVar("T")
 
@@ -78,7 +81,7 @@ def consumer_config(
     """librdkafka settings: our read defaults, then the user's (SASL/SSL, ...) on top."""
     return {
         **READER_DEFAULTS,
-        "log_level": 3,
+        "logger": librdkafka_logger(LIBRDKAFKA_LOG),
         **options,
         "bootstrap.servers": bootstrap_servers,
         "group.id": group_id,
@@ -87,7 +90,11 @@ def consumer_config(
 
 def admin_config(bootstrap_servers: str, options: Mapping[str, str]) -> dict[str, Any]:
     """The user's settings (SASL/SSL, ...) for an admin client; consumer-only ones it ignores."""
-    return {"log_level": 3, **options, "bootstrap.servers": bootstrap_servers}
+    return {
+        "logger": librdkafka_logger(LIBRDKAFKA_LOG),
+        **options,
+        "bootstrap.servers": bootstrap_servers,
+    }
 
 
 def describe(exc: BaseException) -> str:
@@ -175,7 +182,11 @@ class KafkaAdmin:
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
-        self._config = admin_config(bootstrap_servers, options)
+        self._diagnostics = KafkaDiagnostics(options, LIBRDKAFKA_LOG)
+        self._config = {
+            **admin_config(bootstrap_servers, options),
+            **self._diagnostics.client_config(),
+        }
         self._timeout_s = timeout_s
         self._policy = RetryPolicy(timeout_s)
         self._observer = observer
@@ -216,9 +227,13 @@ class KafkaAdmin:
         def attempt(timeout: float) -> list[int]:
             try:
                 # All topics: asking for one by name may create it (auto.create.topics.enable).
-                metadata = self._admin().list_topics(timeout=timeout)
-            except KafkaException as exc:
-                raise CallFailed([Failure("", kafka_error(exc))]) from exc
+                metadata = wait_for_metadata(self._admin(), self._diagnostics, timeout)
+            except KafkaUnavailable as exc:
+                if not exc.timed_out:  # authentication or TLS: no retry can fix it
+                    raise KafkaSourceError(
+                        exc.sentence(self.bootstrap_servers, timeout, "the Kafka cluster")
+                    ) from exc
+                raise CallFailed([Failure("", kafka_error(exc.error or exc))]) from exc
             found = metadata.topics.get(topic)
             if found is not None and found.error is not None and is_retriable(found.error):
                 raise CallFailed([Failure(f"topic {topic}", found.error)])
@@ -234,7 +249,8 @@ class KafkaAdmin:
             return self._retrying("metadata", attempt)
         except GaveUp as exc:
             raise KafkaSourceError(
-                f"cannot reach the Kafka cluster at {self.bootstrap_servers}: {exc.sentence}"
+                f"cannot reach the Kafka cluster at {self.bootstrap_servers}: "
+                f"{self._diagnostics.explain(exc.sentence)}"
             ) from exc
 
     def watermarks(self, tps: Iterable[TP]) -> tuple[Offsets, Offsets]:

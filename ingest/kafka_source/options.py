@@ -6,6 +6,12 @@ any other ``kafka.<librdkafka key>`` passed to the consumers unchanged (SASL/SSL
 own ``commitGroupId`` (vigia-ingest; empty to commit nothing), ``kafkaTimeoutMs`` (metadata and
 watermark calls, retried within it; 30000), ``readTimeoutMs`` (a partition read without progress,
 120000) and ``retrySpoolDir`` (where the job collects Kafka retry counts; see `retry_spool`).
+
+The readers' group: librdkafka creates no consumer without a ``group.id``, and even a consumer
+that is only assigned partitions (never subscribes, never commits) looks up its group's
+coordinator, which a cluster with ACLs authorizes like any group access (Describe and Read on the
+group). The readers use ``<commitGroupId>-reader`` so that one ACL prefix, ``<group-id>``, covers
+both groups (see the README's ACL table); ``vigia-ingest-reader`` when nothing is committed.
 """
 
 from __future__ import annotations
@@ -19,9 +25,12 @@ from ingest.kafka_source.offsets import StartingOffsets
 
 KAFKA_PREFIX: Final = "kafka."
 DEFAULT_COMMIT_GROUP: Final = "vigia-ingest"
-# Read-only consumers still need a group.id (librdkafka refuses to create one without); they
-# never subscribe or commit, so the name only shows up in broker logs.
-READER_GROUP: Final = "vigia-ingest-reader"
+READER_GROUP_SUFFIX: Final = "-reader"
+
+
+def reader_group(commit_group_id: str) -> str:
+    """The group.id of the read-only consumers (see the module docstring)."""
+    return (commit_group_id or DEFAULT_COMMIT_GROUP) + READER_GROUP_SUFFIX
 
 
 class SourceOptionError(ValueError):
@@ -102,4 +111,6 @@ class SourceOptions:
         )
 
     def reader_config(self) -> dict[str, Any]:
-        return consumer_config(self.bootstrap_servers, self.kafka_options, READER_GROUP)
+        return consumer_config(
+            self.bootstrap_servers, self.kafka_options, reader_group(self.commit_group_id)
+        )

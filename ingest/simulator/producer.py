@@ -21,6 +21,7 @@ from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from ingest.simulator.delivery import DeliveryCallback
 
 log = logging.getLogger(__name__)
@@ -60,9 +61,10 @@ class KafkaSink:
         self.bootstrap_servers = bootstrap_servers
         self._connect_timeout = connect_timeout
         self._fatal: KafkaError | None = None
+        self.diagnostics = KafkaDiagnostics(options, "ingest.simulator.librdkafka")
         try:
             self._producer = Producer(
-                config, logger=logging.getLogger("librdkafka"), error_cb=self._on_error
+                {**config, **self.diagnostics.client_config(), "error_cb": self._on_error}
             )
         except KafkaException as exc:
             raise ProducerError(f"invalid producer configuration: {exc.args[0].str()}") from exc
@@ -72,11 +74,12 @@ class KafkaSink:
         """Fail fast, within the connect timeout, when the cluster or the topic is not there.
         Returns the topic's partition count."""
         try:
-            metadata = self._producer.list_topics(self.topic, timeout=self._connect_timeout)
-        except KafkaException as exc:
+            metadata = wait_for_metadata(
+                self._producer, self.diagnostics, self._connect_timeout, self.topic
+            )
+        except KafkaUnavailable as exc:
             raise ProducerError(
-                f"cannot reach Kafka at {self.bootstrap_servers} within "
-                f"{self._connect_timeout:g} s ({exc.args[0].str()})"
+                exc.sentence(self.bootstrap_servers, self._connect_timeout)
             ) from exc
         topic = metadata.topics.get(self.topic)
         if topic is None or (
@@ -86,6 +89,7 @@ class KafkaSink:
         return len(topic.partitions)
 
     def _on_error(self, error: KafkaError) -> None:
+        self.diagnostics.on_error(error)
         # Other errors (a broker down, ...) are librdkafka's to recover from; its log says so.
         if error.fatal() and self._fatal is None:
             self._fatal = error

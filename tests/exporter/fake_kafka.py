@@ -114,7 +114,7 @@ class FakeAdmin:
     def poll(self, timeout: float) -> int:
         return 0
 
-    def list_topics(self, timeout: float) -> ClusterMetadata:
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         self._c.calls["list_topics"] += 1
         if self._c.faults.metadata is not None:
             raise self._c.faults.metadata

@@ -322,4 +322,5 @@ def test_replay_has_no_probe() -> None:
         "topic": None,
         "interval_seconds": None,
         "brokers": [],
+        "coverage": [],
     }

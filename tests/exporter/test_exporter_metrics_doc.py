@@ -42,7 +42,8 @@ def served() -> Families:
         render(derive(None, timed)),
         render(None),
     ]
-    texts += [render_probe(None), text(ProbeCollector(probe_stats, lambda: "running").collect())]
+    probe = ProbeCollector(probe_stats, lambda: "running", lambda: {1: True})
+    texts += [render_probe(None), text(probe.collect())]
     texts.append(render_connect(recorded_reports()))
     return served_families(texts)
 

@@ -39,6 +39,9 @@ class StubProbe(ProbeRunner):
     def stats(self) -> ProbeStats | None:
         return self.tracker.stats()
 
+    def coverage(self) -> dict[int, bool]:
+        return {1: False, 2: True, 3: True}
+
     def round_trip(self, n: int, broker: int) -> None:
         for acks, latency in (("all", 0.004), ("1", 0.001)):
             self.tracker.sent(
@@ -103,7 +106,13 @@ def test_probe_families_and_json_are_read_at_each_request() -> None:
                         "messages": {"ok": 2, "failed": 0, "lost": 0},
                     },
                 ],
+                "coverage": [
+                    {"broker": 1, "covered": False},
+                    {"broker": 2, "covered": True},
+                    {"broker": 3, "covered": True},
+                ],
             }
+            assert value(found, "vigia_probe_broker_covered", broker="1") == 0
     finally:
         adapter.close()
 

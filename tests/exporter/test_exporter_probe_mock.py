@@ -82,5 +82,6 @@ def test_no_probe_serves_probe_up_0_and_logs_why(tmp_path: Path) -> None:
             "topic": None,
             "interval_seconds": None,
             "brokers": [],
+            "coverage": [],
         }
     assert "end-to-end probe disabled by configuration (--no-probe)" in exp.log_text()

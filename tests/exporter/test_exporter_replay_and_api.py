@@ -201,7 +201,9 @@ def test_cluster_json_shape_and_values_healthy_later() -> None:
 def test_cluster_json_broker_down() -> None:
     doc = api.cluster_json(state("broker-down"))
     assert doc["up"] is False
-    assert doc["errors"] == [{"phase": "log_dirs", "message": "broker 1: UnknownBrokerIdError: 1"}]
+    assert doc["errors"] == [
+        {"phase": "log_dirs", "kind": "other", "message": "broker 1: UnknownBrokerIdError: 1"}
+    ]
     b1, b2, _ = doc["brokers"]
     assert (b1["id"], b1["online"], b1["host"], b1["log_dirs"]) == (1, False, None, None)
     assert b1["log_dirs_error"] == "UnknownBrokerIdError: 1"

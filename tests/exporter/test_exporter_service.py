@@ -88,7 +88,13 @@ def test_broker_down_mid_life_is_a_partial_collection() -> None:
                 == 53_465
             )
             errors = client.get("/api/v1/cluster").json()["errors"]
-            assert errors == [{"phase": "log_dirs", "message": "broker 1: UnknownBrokerIdError: 1"}]
+            assert errors == [
+                {
+                    "phase": "log_dirs",
+                    "kind": "other",
+                    "message": "broker 1: UnknownBrokerIdError: 1",
+                }
+            ]
 
             fake.snapshot = snapshot("rebalanced")
             service.collect_once()

@@ -422,7 +422,10 @@ class ProbeFeed:
         self._rng = random.Random(seed)
         self.tracker = LatencyTracker()
         self.registry = CollectorRegistry()
-        self.registry.register(ProbeCollector(self.tracker.stats, lambda: RUNNING))
+        self.coverage = dict.fromkeys(BROKERS, True)
+        self.registry.register(
+            ProbeCollector(self.tracker.stats, lambda: RUNNING, lambda: self.coverage)
+        )
         self._next = start
         self._round = 0
         self._was_up: set[int] = set(BROKERS)
@@ -431,6 +434,8 @@ class ProbeFeed:
         rng = self._rng
         while self._next <= t:
             at = self._next
+            leaders = {p if p in brokers_up else min(brokers_up) for p in BROKERS}
+            self.coverage = {b: b in leaders for b in BROKERS}
             for partition, preferred in enumerate(BROKERS):
                 leader = preferred if preferred in brokers_up else min(brokers_up)
                 just_stopped = preferred in self._was_up - brokers_up

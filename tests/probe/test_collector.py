@@ -6,6 +6,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.probe.collector import (
+    COVERED_HELP,
     MESSAGES_HELP,
     PRODUCE_LATENCY_HELP,
     REPLICATION_LATENCY_HELP,
@@ -33,9 +34,10 @@ def scrape(collector: ProbeCollector) -> str:
 
 
 def test_families_labels_and_values() -> None:
-    text = scrape(ProbeCollector(stats, lambda: "running"))
+    text = scrape(ProbeCollector(stats, lambda: "running", lambda: {1: False, 2: True}))
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert set(families) == {
+        "vigia_probe_broker_covered",
         "vigia_probe_up",
         "vigia_probe_produce_latency_seconds",
         "vigia_probe_replication_latency_seconds",
@@ -64,6 +66,9 @@ def test_families_labels_and_values() -> None:
     assert samples[(total, (("broker", "2"), ("outcome", "ok")))] == 1
     assert samples[(total, (("broker", "2"), ("outcome", "lost")))] == 1
     assert samples[(total, (("broker", "2"), ("outcome", "failed")))] == 0
+    assert samples[("vigia_probe_broker_covered", (("broker", "1"),))] == 0
+    assert samples[("vigia_probe_broker_covered", (("broker", "2"),))] == 1
+    assert families["vigia_probe_broker_covered"].documentation == COVERED_HELP
     assert families["vigia_probe_messages"].documentation == MESSAGES_HELP
     assert families[produce].documentation == PRODUCE_LATENCY_HELP
     assert families[roundtrip].documentation == ROUNDTRIP_LATENCY_HELP

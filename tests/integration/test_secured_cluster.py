@@ -1,0 +1,298 @@
+"""Every component on a secured listener, with the right and a wrong password; the probe through a
+rolling restart. Gated on a real cluster:
+
+- VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS: the secured listener (SASL_SSL, SASL_PLAINTEXT or SSL);
+- VIGIA_TEST_KAFKA_OPTIONS: its client settings, as VIGIA_KAFKA_OPTIONS takes them
+  (``security.protocol=SASL_SSL,sasl.mechanism=SCRAM-SHA-512,sasl.username=…,sasl.password=…,
+  ssl.ca.location=…``); the principal needs the README's ACLs for all three components;
+- VIGIA_TEST_KAFKA_BROKER_STOP / VIGIA_TEST_KAFKA_BROKER_START (the restart test only): shell
+  commands that stop / start one broker, given its id (``{broker}`` in the command, or appended).
+
+Written for a busy shared cluster: every topic and group is named vigia-it-<random> and deleted at
+the end, conditions are awaited with deadlines, counts are compared with values taken before.
+Components run as subprocesses with the options in VIGIA_KAFKA_OPTIONS, as the README says.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from common.kafka_config import ENV_VAR, parse_pairs
+from tests.exporter.exposition import value
+from tests.exporter.live import Running, exporter_process, wait_for
+
+pytestmark = pytest.mark.integration
+
+OPTIONS_ENV = "VIGIA_TEST_KAFKA_OPTIONS"
+STOP_ENV, START_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP", "VIGIA_TEST_KAFKA_BROKER_START"
+FEW_SECONDS = 15.0  # "within a few seconds", with room for a loaded machine
+
+
+@pytest.fixture
+def options(real_kafka_bootstrap: str) -> dict[str, str]:
+    text = os.environ.get(OPTIONS_ENV, "").strip()
+    if not text:
+        pytest.skip(f"{OPTIONS_ENV} is not set: no secured listener to test against")
+    return parse_pairs(text.replace(",", "\n").splitlines())
+
+
+@pytest.fixture
+def wrong(options: dict[str, str]) -> dict[str, str]:
+    if "sasl.password" not in options:
+        pytest.skip(f"{OPTIONS_ENV} has no sasl.password to get wrong")
+    return {**options, "sasl.password": f"wrong-{uuid.uuid4().hex}"}
+
+
+def env_with(options: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, ENV_VAR: ",".join(f"{k}={v}" for k, v in options.items())}
+
+
+@pytest.fixture
+def topic(real_kafka_bootstrap: str, options: dict[str, str]) -> Iterator[str]:
+    name = f"vigia-it-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **options})
+    brokers = len(admin.list_topics(timeout=15).brokers)
+    admin.create_topics([NewTopic(name, 3, min(3, brokers))])[name].result(timeout=60)
+    try:
+        yield name
+    finally:
+        for group in (name, f"{name}-reader"):
+            admin.delete_consumer_groups([group], request_timeout=30)[group].exception(timeout=30)
+        admin.delete_topics([name], operation_timeout=30)[name].result(timeout=60)
+
+
+def run(args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, float]:
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - began
+
+
+def simulator(bootstrap: str, topic: str, tmp_path: Path) -> list[str]:
+    return [
+        *("ingest.simulator.cli", "backfill", "--bootstrap-servers", bootstrap, "--topic", topic),
+        *("--meters", "2", "--metrics-port", "0", "--connect-timeout", "30"),
+        *("--manifest", str(tmp_path / "manifest.json")),
+    ]
+
+
+def ingest(bootstrap: str, topic: str, tmp_path: Path) -> list[str]:
+    return [
+        *("ingest.cli", "run", "--bootstrap-servers", bootstrap, "--topic", topic),
+        *("--group-id", topic, "--available-now", "--kafka-timeout", "30s"),
+        *("--output", str(tmp_path / "out"), "--quarantine", str(tmp_path / "quarantine")),
+        *("--checkpoint", str(tmp_path / "checkpoint")),
+    ]
+
+
+def said(options: dict[str, str]) -> str:
+    mechanism = options.get("sasl.mechanism") or options.get("sasl.mechanisms", "GSSAPI")
+    return (
+        f"authentication failed for user {options.get('sasl.username')} with mechanism {mechanism}"
+    )
+
+
+def assert_clean(text: str, options: dict[str, str]) -> None:
+    assert options.get("sasl.password", "\0") not in text, "a password reached the output"
+    assert "%3|" not in text and "%4|" not in text, "raw librdkafka lines outside Python logging"
+
+
+def test_every_component_works_on_the_secured_listener(
+    real_kafka_bootstrap: str,
+    options: dict[str, str],
+    topic: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = env_with(options)
+    code, out, _ = run(simulator(real_kafka_bootstrap, topic, tmp_path), env, 300)
+    assert code == 0, out
+    assert_clean(out, options)
+    code, out, _ = run(ingest(real_kafka_bootstrap, topic, tmp_path), env, 900)
+    assert code == 0, out
+    assert_clean(out, options)
+
+    probe_topic = f"{topic}-probe"
+    monkeypatch.setenv(ENV_VAR, env[ENV_VAR])  # exporter_process passes its environment on
+    try:
+        with exporter_process(
+            tmp_path / "exporter.log",
+            *("--bootstrap-servers", real_kafka_bootstrap, "--probe-topic", probe_topic),
+            *("--collection-interval", "5", "--probe-interval", "1"),
+        ) as exporter:
+            wait_for(
+                lambda: value(exporter.metrics(), "vigia_exporter_up") == 1, 120, "exporter up"
+            )
+            wait_for(lambda: _probe(exporter)["status"] == "running", 120, "probe running")
+            text = exporter.get("/metrics").text + exporter.get("/api/v1/cluster").text
+            assert_clean(text + exporter.log_text(), options)
+    finally:
+        admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **options})
+        admin.delete_topics([probe_topic], operation_timeout=30)[probe_topic].exception(60)
+
+
+def test_a_wrong_password_is_named_by_every_component(
+    real_kafka_bootstrap: str,
+    options: dict[str, str],
+    wrong: dict[str, str],
+    topic: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env, expected = env_with(wrong), said(wrong)
+    for args in (
+        simulator(real_kafka_bootstrap, topic, tmp_path),
+        ingest(real_kafka_bootstrap, topic, tmp_path),
+    ):
+        code, out, seconds = run(args, env, 120)
+        assert code == 1, out
+        assert seconds < FEW_SECONDS, f"{args[0]} took {seconds:.1f} s:\n{out}"
+        assert expected in out, out
+        assert_clean(out, wrong)
+
+    monkeypatch.setenv(ENV_VAR, env[ENV_VAR])
+    with exporter_process(
+        tmp_path / "exporter.log",
+        *("--bootstrap-servers", real_kafka_bootstrap, "--probe-topic", f"{topic}-probe"),
+        *("--collection-interval", "5"),
+    ) as exporter:
+        began = time.monotonic()
+
+        def named() -> bool:
+            errors = (
+                exporter.get("/api/v1/cluster").json()["errors"] if _collected(exporter) else []
+            )
+            return any(
+                e["kind"] == "authentication" and e["message"].startswith(expected) for e in errors
+            )
+
+        wait_for(named, 60, "the exporter to name the authentication failure")
+        assert time.monotonic() - began < FEW_SECONDS + 5
+        assert (
+            value(
+                exporter.metrics(), "vigia_exporter_last_collection_errors", kind="authentication"
+            )
+            == 1
+        )
+        wait_for(lambda: expected in _probe(exporter)["status"], 60, "the probe to say it")
+        assert expected in exporter.log_text()
+        assert_clean(exporter.get("/metrics").text + exporter.log_text(), wrong)
+
+
+def _collected(exporter: Running) -> bool:
+    return exporter.get("/api/v1/cluster").status_code == 200
+
+
+def _probe(exporter: Running) -> dict[str, Any]:
+    if not _collected(exporter):
+        return {"status": "starting", "coverage": [], "brokers": []}
+    probe: dict[str, Any] = exporter.get("/api/v1/cluster").json()["probe"]
+    return probe
+
+
+# --- rolling restart ---------------------------------------------------------------------------
+
+
+def _broker_command(env: str) -> Callable[[int], None]:
+    template = os.environ.get(env, "").strip()
+    if not template:
+        pytest.skip(f"{env} is not set: no way to stop and start brokers")
+
+    def call(broker: int) -> None:
+        command = (
+            template.format(broker=broker) if "{broker}" in template else f"{template} {broker}"
+        )
+        subprocess.run(command, shell=True, check=True, timeout=300)
+
+    return call
+
+
+def _not_ok(probe: dict[str, Any], broker: int) -> int:
+    for entry in probe["brokers"]:
+        if entry["broker"] == broker:
+            return int(entry["messages"]["failed"] + entry["messages"]["lost"])
+    return 0
+
+
+def _covered(probe: dict[str, Any]) -> dict[int, bool]:
+    return {c["broker"]: c["covered"] for c in probe["coverage"]}
+
+
+def test_the_probe_covers_every_broker_again_after_a_rolling_restart(
+    real_kafka_bootstrap: str,
+    options: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stop, start = _broker_command(STOP_ENV), _broker_command(START_ENV)
+    probe_topic = f"vigia-it-probe-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv(ENV_VAR, env_with(options)[ENV_VAR])
+    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **options})
+    try:
+        with exporter_process(
+            tmp_path / "exporter.log",
+            *("--bootstrap-servers", real_kafka_bootstrap, "--probe-topic", probe_topic),
+            *("--collection-interval", "5", "--probe-interval", "1", "--probe-deadline", "5"),
+        ) as exporter:
+            wait_for(
+                lambda: _covered(_probe(exporter)) and all(_covered(_probe(exporter)).values()),
+                180,
+                "the probe to cover every broker",
+            )
+            brokers = sorted(_covered(_probe(exporter)))
+            for broker in brokers:
+                before = _not_ok(_probe(exporter), broker)
+                stop(broker)
+                try:
+                    # The stopped broker's probes are reported as failed or lost, attributed to it.
+                    wait_for(
+                        lambda b=broker, n=before: _not_ok(_probe(exporter), b) > n,
+                        120,
+                        f"broker {broker}'s probes to fail while it is stopped",
+                    )
+                finally:
+                    start(broker)
+                # Back in every probe partition's ISR before the next broker goes down.
+                wait_for(
+                    lambda b=broker: all(
+                        b in p.isrs
+                        for p in admin.list_topics(probe_topic, timeout=15)
+                        .topics[probe_topic]
+                        .partitions.values()
+                        if b in p.replicas
+                    ),
+                    300,
+                    f"broker {broker} back in sync",
+                )
+            # Leadership drifted with each restart; the runner elects the preferred leaders back.
+            wait_for(
+                lambda: all(_covered(_probe(exporter)).values()),
+                300,
+                "every broker covered again (needs Alter on the cluster; see the exporter log)",
+            )
+            counts = {b: _probe_ok(exporter, b) for b in brokers}
+            wait_for(
+                lambda: all(_probe_ok(exporter, b) >= counts[b] + 5 for b in brokers),
+                120,
+                "probes ok through every broker again",
+            )
+    finally:
+        admin.delete_topics([probe_topic], operation_timeout=30)[probe_topic].exception(60)
+
+
+def _probe_ok(exporter: Running, broker: int) -> int:
+    for entry in _probe(exporter)["brokers"]:
+        if entry["broker"] == broker:
+            return int(entry["messages"]["ok"])
+    return 0
