@@ -13,7 +13,7 @@ from typing import Any
 from exporter.probe.runner import DISABLED, ProbeRunner
 from exporter.probe.tracker import OUTCOMES
 from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
-from exporter.state import ExporterState, PartitionLag
+from exporter.state import BrokerCounts, ExporterState, PartitionLag
 
 PROBE_KEY = "probe"
 
@@ -53,6 +53,7 @@ def state_json(state: ExporterState) -> dict[str, Any]:
         "collection_duration_seconds": snap.durations.get("total"),
         "up": state.up,
         "errors": [{"phase": e.phase, "message": e.message} for e in snap.errors],
+        "capabilities": dict(sorted(snap.capabilities.items())),
         "cluster": {
             "cluster_id": snap.cluster_id,
             "controller_id": snap.controller_id,
@@ -73,8 +74,10 @@ def _brokers(state: ExporterState) -> list[dict[str, Any]]:
     known: dict[int, Broker] = {b.id: b for b in snap.brokers}
     log_dirs: dict[int, BrokerLogDirs] = {b.broker: b for b in snap.log_dirs}
     brokers = []
-    # Brokers missing from metadata but still holding replicas (stopped, fenced) are listed too.
-    for broker_id, counts in sorted(state.broker_counts.items()):
+    # Brokers missing from metadata but still expected (holding replicas, KRaft voters) are listed
+    # too: they are down.
+    for broker_id in sorted(state.broker_counts.keys() | state.broker_up.keys()):
+        counts = state.broker_counts.get(broker_id, BrokerCounts())
         meta = known.get(broker_id)
         dirs = log_dirs.get(broker_id)
         brokers.append(

@@ -17,6 +17,7 @@ from exporter import api
 from exporter.collectors import exposition
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.snapshot import (
+    CAPABILITIES,
     Broker,
     BrokerLogDirs,
     ClusterSnapshot,
@@ -78,7 +79,12 @@ def snapshot_from_recording(data: Mapping[str, Any]) -> ClusterSnapshot:
     controller_id, controller_source = resolve_controller(
         quorum, cluster.get("controller_id"), "describe_cluster"
     )
-    log_dirs = tuple(_broker_log_dirs(b) for b in data.get("log_dirs", []))
+    in_metadata = {int(b["id"]) for b in cluster["brokers"]}
+    # The recorder asked every node, the exporter asks only the brokers in the metadata: a stopped
+    # broker's answer (UnknownBrokerIdError) is what the exporter never sees.
+    log_dirs = tuple(
+        _broker_log_dirs(b) for b in data.get("log_dirs", []) if int(b["broker"]) in in_metadata
+    )
     errors = [
         PhaseError("log_dirs", f"broker {b.broker}: {b.error}")
         for b in log_dirs
@@ -104,6 +110,8 @@ def snapshot_from_recording(data: Mapping[str, Any]) -> ClusterSnapshot:
         groups=tuple(sorted((_group(g) for g in data.get("groups", [])), key=lambda g: g.group_id)),
         quorum=quorum,
         errors=tuple(errors),
+        # Recorded from a Kafka 4.0 cluster that answered every API the exporter uses.
+        capabilities=MappingProxyType(dict.fromkeys(CAPABILITIES, True)),
     )
 
 

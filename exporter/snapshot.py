@@ -17,6 +17,16 @@ from typing import Literal
 PHASES = ("metadata", "cluster", "configs", "offsets", "log_dirs", "groups", "group_offsets")
 # A collection that did not finish within its timeout is reported under this phase.
 COLLECTION_PHASE = "collection"
+# Optional Kafka APIs: a cluster that does not support one (librdkafka's mock, some managed
+# Kafka-compatible services) is reported as lacking that capability, not as a failed phase.
+CAPABILITIES = (
+    "describe_cluster",  # racks
+    "describe_quorum",  # the KRaft quorum leader (the real controller), voters
+    "describe_configs",  # min.insync.replicas, topic configs
+    "describe_log_dirs",  # sizes
+    "list_groups",  # which consumer groups exist
+    "describe_groups",  # group state, members, assignments
+)
 
 ControllerSource = Literal["quorum", "describe_cluster", "metadata"]
 
@@ -26,6 +36,10 @@ def _no_configs() -> Mapping[str, str]:
 
 
 def _no_durations() -> Mapping[str, float]:
+    return MappingProxyType({})
+
+
+def _no_capabilities() -> Mapping[str, bool]:
     return MappingProxyType({})
 
 
@@ -153,6 +167,9 @@ class ClusterSnapshot:
     errors: tuple[PhaseError, ...] = ()
     # Seconds per phase plus "total"; empty for recordings, which carry no timings.
     durations: Mapping[str, float] = field(default_factory=_no_durations)
+    # Capability -> True (the cluster answered it) or False (it said it does not support it);
+    # absent while unknown. A capability that is off leaves its families out without an error.
+    capabilities: Mapping[str, bool] = field(default_factory=_no_capabilities)
 
     @property
     def failed_phases(self) -> frozenset[str]:

@@ -106,6 +106,8 @@ class ExporterState:
     min_isr: Mapping[str, int | None]
     partition_status: Mapping[TP, PartitionStatus]
     broker_counts: Mapping[int, BrokerCounts]  # every broker in metadata or holding a replica
+    # Every broker the cluster expects -> whether it is in the metadata; empty without metadata.
+    broker_up: Mapping[int, bool]
     topic_broker_leaders: Mapping[tuple[str, int], int]  # (topic, broker) for replica holders
     replica_sizes: Mapping[tuple[str, int, int], int]  # (topic, partition, broker) -> bytes
     # Sums of the known replica sizes; a topic is absent when none of its sizes is known.
@@ -187,6 +189,7 @@ def derive(
         min_isr=_frozen(min_isr),
         partition_status=_frozen(_partition_status(snapshot.topics, min_isr)),
         broker_counts=_frozen(broker_counts),
+        broker_up=_frozen(_broker_up(snapshot)),
         topic_broker_leaders=_frozen(_topic_broker_leaders(snapshot.topics)),
         replica_sizes=_frozen(replica_sizes),
         topic_size_bytes=_frozen(topic_size),
@@ -308,6 +311,24 @@ def _broker_counts(snapshot: ClusterSnapshot) -> dict[int, BrokerCounts]:
                 if r != p.leader and r in in_sync:
                     follower[r] += 1
     return {b: BrokerCounts(leader[b], follower[b], preferred[b]) for b in sorted(brokers)}
+
+
+def _broker_up(snapshot: ClusterSnapshot) -> dict[int, bool]:
+    """The brokers the cluster expects: those in the metadata, those holding a replica, and the
+    KRaft voters when the quorum runs on the brokers (combined mode: some voter is a broker in
+    the metadata; dedicated controllers are not brokers and are left out)."""
+    if not snapshot.has_metadata:
+        return {}
+    live = {b.id for b in snapshot.brokers}
+    expected = set(live)
+    for t in snapshot.topics:
+        for p in t.partitions:
+            expected.update(p.replicas)
+    if snapshot.quorum is not None:
+        voters = {v.id for v in snapshot.quorum.voters}
+        if voters & live:
+            expected |= voters
+    return {b: b in live for b in sorted(expected)}
 
 
 def _topic_broker_leaders(topics: tuple[Topic, ...]) -> dict[tuple[str, int], int]:

@@ -57,7 +57,9 @@ def test_endpoints_before_and_after_the_first_collection() -> None:
         adapter.close()
 
 
-def test_broker_down_mid_life_is_a_partial_collection() -> None:
+def test_broker_down_mid_life_is_a_fact_not_an_exporter_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     fake = FakeCluster(snapshot("healthy"))
     adapter = fake.adapter()
     service = CollectionService(adapter.collect, interval=60, timeout=5)
@@ -67,10 +69,14 @@ def test_broker_down_mid_life_is_a_partial_collection() -> None:
             assert value(samples(client.get("/metrics").text), "vigia_exporter_up") == 1
 
             fake.snapshot = snapshot("broker-down")
-            service.collect_once()
+            with caplog.at_level(logging.INFO, logger="exporter.service"):
+                service.collect_once()
+                service.collect_once()  # still down: no second line
             found = samples(client.get("/metrics").text)
-            assert value(found, "vigia_exporter_up") == 0
-            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 1
+            assert value(found, "vigia_exporter_up") == 1
+            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 0
+            assert value(found, "kafka_broker_up", broker="1") == 0
+            assert value(found, "kafka_broker_up", broker="2") == 1
             assert value(found, "vigia_exporter_collection_errors_total", phase="offsets") == 0
             # Everything else is still collected from the brokers that answer.
             assert value(found, "kafka_brokers") == 2
@@ -86,14 +92,17 @@ def test_broker_down_mid_life_is_a_partial_collection() -> None:
                 value(found, "kafka_topic_partition_current_offset", topic="measure", partition="0")
                 == 53_465
             )
-            errors = client.get("/api/v1/cluster").json()["errors"]
-            assert errors == [{"phase": "log_dirs", "message": "broker 1: UnknownBrokerIdError: 1"}]
+            assert client.get("/api/v1/cluster").json()["errors"] == []
+            down = [r.getMessage() for r in caplog.records if "broker 1" in r.getMessage()]
+            assert len(down) == 1 and down[0].startswith("broker 1 is down")
 
             fake.snapshot = snapshot("rebalanced")
-            service.collect_once()
+            with caplog.at_level(logging.INFO, logger="exporter.service"):
+                service.collect_once()
             found = samples(client.get("/metrics").text)
             assert value(found, "vigia_exporter_up") == 1
-            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 1
+            assert value(found, "kafka_broker_up", broker="1") == 1
+            assert caplog.records[-1].getMessage() == "broker 1 is back in the metadata"
     finally:
         adapter.close()
 
