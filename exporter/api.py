@@ -13,7 +13,7 @@ from typing import Any
 from exporter.probe.runner import DISABLED, ProbeRunner
 from exporter.probe.tracker import OUTCOMES
 from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
-from exporter.state import BrokerCounts, ExporterState, PartitionLag
+from exporter.state import BrokerCounts, ExporterState, PartitionLag, UncommittedPartition
 
 PROBE_KEY = "probe"
 
@@ -155,21 +155,37 @@ def _groups(state: ExporterState) -> list[dict[str, Any]]:
     lags: dict[str, list[PartitionLag]] = defaultdict(list)
     for item in state.group_lags:
         lags[item.group].append(item)
-    return [_group(state, g, lags[g.group_id]) for g in state.snapshot.groups]
+    uncommitted: dict[str, list[UncommittedPartition]] = defaultdict(list)
+    for u in state.uncommitted:
+        uncommitted[u.group].append(u)
+    return [
+        _group(state, g, lags[g.group_id], uncommitted[g.group_id]) for g in state.snapshot.groups
+    ]
 
 
-def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag]) -> dict[str, Any]:
+def _group(
+    state: ExporterState,
+    group: ConsumerGroup,
+    lags: list[PartitionLag],
+    uncommitted: list[UncommittedPartition],
+) -> dict[str, Any]:
     per_topic: dict[str, list[PartitionLag]] = defaultdict(list)
     for item in lags:
         per_topic[item.topic].append(item)
+    not_committed: dict[str, list[UncommittedPartition]] = defaultdict(list)
+    for u in uncommitted:
+        not_committed[u.topic].append(u)
     evaluation = state.group_status.get(group.group_id)
     topics = []
-    for topic, items in sorted(per_topic.items()):
+    for topic in sorted(per_topic.keys() | not_committed.keys()):
+        items = per_topic[topic]
         known = [i.lag for i in items if i.lag is not None]
+        known += [u.backlog for u in not_committed[topic] if u.owned and u.backlog is not None]
         topics.append(
             {
                 "topic": topic,
                 "lag": sum(known) if known else None,
+                "uncommitted_partitions": len(not_committed[topic]),
                 "committed_offset_sum": sum(i.committed for i in items),
                 "max_lag_seconds": state.max_lag_seconds.get((group.group_id, topic)),
                 "messages_consumed_per_second": state.consumed_rates.get((group.group_id, topic)),
@@ -195,9 +211,26 @@ def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag])
             for m in group.members
         ],
         "topics": topics,
-        "partitions": [
-            _group_partition(state, i) for i in sorted(lags, key=lambda i: (i.topic, i.partition))
-        ],
+        "partitions": sorted(
+            [_group_partition(state, i) for i in lags]
+            + [_uncommitted_partition(u) for u in uncommitted],
+            key=lambda p: (p["topic"], p["partition"]),
+        ),
+    }
+
+
+def _uncommitted_partition(u: UncommittedPartition) -> dict[str, Any]:
+    return {
+        "topic": u.topic,
+        "partition": u.partition,
+        "committed_offset": None,
+        "owned": u.owned,
+        "latest_offset": None,
+        "lag": u.backlog if u.owned else None,
+        "lag_seconds": None,
+        "status": None,
+        "status_window_complete": None,
+        "status_window_completeness": None,
     }
 
 

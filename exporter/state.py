@@ -76,6 +76,18 @@ class PartitionLag:
     lag: int | None  # latest - committed, clamped at 0
 
 
+@dataclass(frozen=True, slots=True)
+class UncommittedPartition:
+    """A partition of a topic the group consumes (it committed another partition of the topic,
+    or a live member is assigned one) for which the group has no committed offset."""
+
+    group: str
+    topic: str
+    partition: int
+    owned: bool  # a live member of the group is assigned it (False when membership is unknown)
+    backlog: int | None  # latest - earliest offset: all it has left to read; None when unknown
+
+
 @dataclass(slots=True)
 class History:
     """The trackers one exporter (or one replay) keeps across collections; mutable, updated by
@@ -114,6 +126,7 @@ class ExporterState:
     topic_size_bytes: Mapping[str, int]
     topic_leader_size_bytes: Mapping[str, int]
     group_lags: tuple[PartitionLag, ...]
+    uncommitted: tuple[UncommittedPartition, ...]  # docs/lag.md: how they count
     # From the history. A key is absent when its value is unknown (see docs/lag.md).
     lag_seconds: Mapping[GTP, float]
     max_lag_seconds: Mapping[tuple[str, str], float]  # (group, topic)
@@ -195,6 +208,7 @@ def derive(
         topic_size_bytes=_frozen(topic_size),
         topic_leader_size_bytes=_frozen(leader_size),
         group_lags=group_lags,
+        uncommitted=_uncommitted(snapshot),
         lag_seconds=_frozen(lag_seconds),
         max_lag_seconds=_frozen(_max_lag_seconds(group_lags, lag_seconds)),
         lag_status=_frozen(lag_status),
@@ -379,6 +393,29 @@ def _group_lags(snapshot: ClusterSnapshot) -> tuple[PartitionLag, ...]:
             lag = None if end is None else max(0, end - c.offset)
             lags.append(PartitionLag(g.group_id, c.topic, c.partition, c.offset, end, lag))
     return tuple(lags)
+
+
+def _uncommitted(snapshot: ClusterSnapshot) -> tuple[UncommittedPartition, ...]:
+    """Only for groups whose committed offsets were read, and topics in the snapshot."""
+    topics = {t.name: t for t in snapshot.topics}
+    found: list[UncommittedPartition] = []
+    for g in snapshot.groups:
+        if g.committed is None:
+            continue
+        committed = {(c.topic, c.partition) for c in g.committed}
+        owned = {(r.topic, r.partition) for m in g.members or () for r in m.assignment}
+        for name in sorted({t for t, _ in committed | owned} & topics.keys()):
+            for p in topics[name].partitions:
+                key = (name, p.partition)
+                if key in committed:
+                    continue
+                backlog = None
+                if p.latest_offset is not None and p.earliest_offset is not None:
+                    backlog = max(0, p.latest_offset - p.earliest_offset)
+                found.append(
+                    UncommittedPartition(g.group_id, name, p.partition, key in owned, backlog)
+                )
+    return tuple(found)
 
 
 def _isr_history(
