@@ -34,7 +34,6 @@ FIRING_IN_HISTORY = {
     "KafkaBrokerDiskWillFillIn7Days": [{"broker": b} for b in ("1", "2", "3")],
     "IngestBacklogGrowing": [{"consumergroup": "vigia-ingest"}],
     "IngestDayCompletenessLow": [{}],
-    "VigiaExporterPartial": [{}],
 }  # fmt: skip
 
 
