@@ -79,6 +79,7 @@ TOPIC_CONFIG_KEYS = (
     "segment.bytes",
 )
 T = TypeVar("T")
+PER_BROKER_RESERVE_SECONDS = 0.25
 # The capabilities served through kafka-python's client.
 LEGACY_CAPABILITIES = ("describe_cluster", "describe_quorum", "describe_log_dirs")
 # Consecutive collections in which kafka-python cannot bootstrap while librdkafka reads the
@@ -102,9 +103,10 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         self._end = time.monotonic() + seconds
 
-    def remaining(self) -> float:
-        """Seconds left, never zero: a call with no time left fails fast instead of blocking."""
-        return max(0.05, self._end - time.monotonic())
+    def remaining(self, reserve: float = 0.0) -> float:
+        """Seconds left (minus `reserve`), never zero: a call with no time left fails fast
+        instead of blocking."""
+        return max(0.05, self._end - time.monotonic() - reserve)
 
 
 @dataclass
@@ -545,7 +547,9 @@ class KafkaAdapter:
         if client is None or not self._capabilities.should_ask("describe_log_dirs"):
             return ()
         calls = {b: self._pool.submit(client.describe_log_dirs, brokers=[b]) for b in broker_ids}
-        wait(calls.values(), timeout=deadline.remaining())
+        # Stop waiting for slow brokers a little before the phase itself is given up, so that
+        # the brokers that answered are kept and only the slow ones are reported.
+        wait(calls.values(), timeout=deadline.remaining(reserve=PER_BROKER_RESERVE_SECONDS))
         results = []
         for broker, call in calls.items():
             try:
