@@ -204,3 +204,20 @@ def test_unreachable_cluster_retries_with_backoff_and_recovers(
     down[0] = True
     service.collect_once()
     assert delays()[-1] == "1"  # the backoff starts over after a recovery
+
+
+def test_one_log_line_when_a_phase_starts_failing_and_one_when_it_recovers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good = snapshot("healthy")
+    failing = replace(good, errors=(PhaseError("configs", "KafkaError _TIMED_OUT: slow"),))
+    sequence = [good, failing, failing, failing, good, good]
+
+    service = CollectionService(lambda timeout: sequence.pop(0), interval=1, timeout=1)
+    caplog.set_level(logging.INFO, logger="exporter.service")
+    for _ in range(6):
+        service.collect_once()
+    assert [r.getMessage() for r in caplog.records] == [
+        "phase configs failing: KafkaError _TIMED_OUT: slow",
+        "phase configs recovered",
+    ]
