@@ -188,6 +188,7 @@ def _group(
                 "uncommitted_partitions": len(not_committed[topic]),
                 "committed_offset_sum": sum(i.committed for i in items),
                 "max_lag_seconds": state.max_lag_seconds.get((group.group_id, topic)),
+                "max_lag_seconds_method": _max_method(state, group.group_id, topic, items),
                 "messages_consumed_per_second": state.consumed_rates.get((group.group_id, topic)),
             }
         )
@@ -228,10 +229,25 @@ def _uncommitted_partition(u: UncommittedPartition) -> dict[str, Any]:
         "latest_offset": None,
         "lag": u.backlog if u.owned else None,
         "lag_seconds": None,
+        "lag_seconds_method": None,
         "status": None,
         "status_window_complete": None,
         "status_window_completeness": None,
     }
+
+
+def _max_method(
+    state: ExporterState, group: str, topic: str, items: list[PartitionLag]
+) -> str | None:
+    """The method of the partition that gave max_lag_seconds (null when that is null)."""
+    if (group, topic) not in state.max_lag_seconds:
+        return None
+    keys = [
+        (group, topic, i.partition)
+        for i in items
+        if (group, topic, i.partition) in state.lag_seconds
+    ]
+    return state.lag_seconds_methods[max(keys, key=lambda k: state.lag_seconds[k])]
 
 
 def _group_partition(state: ExporterState, item: PartitionLag) -> dict[str, Any]:
@@ -244,6 +260,7 @@ def _group_partition(state: ExporterState, item: PartitionLag) -> dict[str, Any]
         "latest_offset": item.latest,
         "lag": item.lag,
         "lag_seconds": state.lag_seconds.get(key),
+        "lag_seconds_method": state.lag_seconds_methods.get(key),
         "status": None if evaluation is None else evaluation.status.name,
         "status_window_complete": None if evaluation is None else evaluation.window_complete,
         "status_window_completeness": None if evaluation is None else evaluation.complete,

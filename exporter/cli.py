@@ -17,6 +17,7 @@ from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from exporter.kafka_adapter import KafkaAdapter
 from exporter.probe.runner import ProbeRunner
+from exporter.record_time_adapter import RecordTimeReader
 from exporter.service import CollectionService
 
 log = logging.getLogger("exporter")
@@ -42,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     probe = ProbeRunner(
         {**config.kafka_options, "bootstrap.servers": config.bootstrap_servers}, config.probe
     )
+    record_times = RecordTimeReader(
+        config.bootstrap_servers, config.kafka_options, config.record_budget
+    )
     service = CollectionService(
         adapter.collect,
         config.collection_interval,
@@ -49,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         bootstrap_servers=config.bootstrap_servers,
         lag_status_window=config.lag_status_window,
         probe=probe,
+        enrich=record_times,
     )
     server = uvicorn.Server(
         uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
@@ -66,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         server.run(sockets=[sock])
     finally:
+        record_times.close()
         adapter.close()
         sock.close()
 

@@ -10,13 +10,14 @@ import argparse
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 from common.kafka_config import KafkaOptionError, merged
 from exporter.filters import Filters, NameFilter
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
+from exporter.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
 
 PROG = "vigia-exporter"
 DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement
@@ -43,6 +44,7 @@ class ExporterConfig:
     log_level: str
     lag_status_window: int
     probe: ProbeSettings
+    record_budget: RecordBudget = field(default_factory=RecordBudget)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,6 +81,17 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         str(DEFAULT_WINDOW_SIZE),
         "collections in the window that lag status (OK/WARN/STOP/STALL/REWIND) is evaluated over, "
         "at least 2",
+    ),
+    "--lag-record-partitions": (
+        "VIGIA_EXPORTER_LAG_RECORD_PARTITIONS",
+        str(DEFAULT_PARTITIONS),
+        "committed offsets whose record timestamp one collection may read for lag seconds "
+        "(docs/lag.md); 0 uses the offset history only",
+    ),
+    "--lag-record-timeout": (
+        "VIGIA_EXPORTER_LAG_RECORD_TIMEOUT",
+        f"{DEFAULT_SECONDS:g}",
+        "seconds one collection may spend reading record timestamps, within --collection-timeout",
     ),
     "--probe-topic": (
         "VIGIA_PROBE_TOPIC",
@@ -172,6 +185,10 @@ def parse_config(
         log_level=level,
         lag_status_window=window,
         probe=probe,
+        record_budget=RecordBudget(
+            _int_at_least(args.lag_record_partitions, 0, "--lag-record-partitions"),
+            _positive(args.lag_record_timeout, "--lag-record-timeout"),
+        ),
     )
 
 

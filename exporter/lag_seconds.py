@@ -57,15 +57,17 @@ DEFAULT_MAX_SAMPLES = 256
 DEFAULT_TOLERANCE_SECONDS = 1.0
 
 LAG_SECONDS_HELP = (
-    "Age in seconds of the group's oldest unconsumed message: now minus the time the committed "
+    "Age in seconds of the group's oldest unconsumed message: now minus the timestamp of the "
+    "record at the committed offset where it was read (method record, see "
+    "kafka_consumergroup_lag_seconds_partitions); otherwise now minus the time the committed "
     "offset was the partition's latest offset, interpolated between the exporter's recorded "
-    "(time, latest offset) samples; extrapolated from the recorded average rate when the committed "
-    "offset is older than the recorded history. 0 when the lag is 0 messages. Error ≤ one "
-    "collection interval (+1 s history simplification) when interpolated."
+    "(time, latest offset) samples, or extrapolated from the recorded average rate when the "
+    "committed offset is older than the recorded history. 0 when the lag is 0 messages. Error ≤ "
+    "one collection interval (+1 s history simplification) when interpolated."
 )
 MAX_LAG_SECONDS_HELP = (
-    "Maximum over the topic's partitions of kafka_consumergroup_lag_seconds (interpolated from "
-    "recorded offset history, extrapolated from the recorded rate beyond it)."
+    "Maximum over the topic's partitions of kafka_consumergroup_lag_seconds (record timestamps "
+    "where read, else interpolated from recorded offset history, extrapolated beyond it)."
 )
 
 
@@ -193,6 +195,11 @@ class OffsetHistory:
     def samples(self, topic: str, partition: int) -> list[tuple[float, int]]:
         curve = self._curves.get((topic, partition))
         return [] if curve is None else list(zip(curve.times, curve.offsets, strict=True))
+
+    def covers(self, topic: str, partition: int, offset: int) -> bool:
+        """Whether an estimate for `offset` is interpolated, not extrapolated beyond the history."""
+        curve = self._curves.get((topic, partition))
+        return curve is not None and bool(curve.offsets) and curve.offsets[0] <= offset
 
     def lag_seconds(
         self, topic: str, partition: int, committed: int, latest: int, now: float

@@ -2,6 +2,8 @@
 `replay`, which runs them through the real exporter pipeline (derive → collectors → exposition,
 and the JSON API) so other components can test against realistic exporter output without Kafka.
 A replay has no end-to-end probe: its output is what an exporter run with --no-probe serves.
+A recording may add `"record_times": [{"topic", "partition", "offset", "record_offset",
+"timestamp_ms"}]`, the records the record-times step read (the fixtures have none).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from exporter.snapshot import (
     PhaseError,
     Quorum,
     QuorumReplica,
+    RecordTime,
     Topic,
     TopicPartitionRef,
     resolve_controller,
@@ -110,6 +113,16 @@ def snapshot_from_recording(data: Mapping[str, Any]) -> ClusterSnapshot:
         groups=tuple(sorted((_group(g) for g in data.get("groups", [])), key=lambda g: g.group_id)),
         quorum=quorum,
         errors=tuple(errors),
+        record_times=tuple(
+            RecordTime(
+                r["topic"],
+                int(r["partition"]),
+                int(r["offset"]),
+                int(r["record_offset"]),
+                None if r.get("timestamp_ms") is None else int(r["timestamp_ms"]),
+            )
+            for r in data.get("record_times", [])
+        ),
         # Recorded from a Kafka 4.0 cluster that answered every API the exporter uses.
         capabilities=MappingProxyType(dict.fromkeys(CAPABILITIES, True)),
     )

@@ -24,6 +24,9 @@ from exporter.state import ExporterState, History, derive
 log = logging.getLogger(__name__)
 
 Collect = Callable[[float], ClusterSnapshot]
+# A step run after the collection in the same worker and timeout, e.g. reading record timestamps
+# (exporter/record_time_adapter.py): (snapshot, previous state, seconds left) -> snapshot.
+Enrich = Callable[[ClusterSnapshot, ExporterState | None, float], ClusterSnapshot]
 # The adapter bounds its own calls by the timeout; this grace lets it return its per-phase errors.
 GRACE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 120.0
@@ -40,8 +43,10 @@ class CollectionService:
         clock: Callable[[], float] = time.time,
         lag_status_window: int = DEFAULT_WINDOW_SIZE,
         probe: ProbeRunner | None = None,
+        enrich: Enrich | None = None,
     ) -> None:
         self._collect = collect
+        self._enrich = enrich
         self._history = History.create(lag_status_window)
         self.probe = probe
         self._interval = interval
@@ -112,10 +117,19 @@ class CollectionService:
             )
         result: list[ClusterSnapshot] = []
         failure: list[BaseException] = []
+        previous = self._state
+        started = time.monotonic()
 
         def work() -> None:
             try:
-                result.append(self._collect(self._timeout))
+                snapshot = self._collect(self._timeout)
+                if self._enrich is not None:
+                    left = self._timeout - (time.monotonic() - started)
+                    try:
+                        snapshot = self._enrich(snapshot, previous, left)
+                    except Exception:  # a bug there must not lose the collection
+                        log.exception("enriching the collection failed")
+                result.append(snapshot)
             except BaseException as exc:
                 failure.append(exc)
 

@@ -131,6 +131,17 @@ class ConsumerGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordTime:
+    """The first record read at or after a committed `offset` (exporter/record_time.py)."""
+
+    topic: str
+    partition: int
+    offset: int  # the committed offset asked for
+    record_offset: int  # ≥ offset: records before it are control markers, aborted or compacted
+    timestamp_ms: int | None  # None when the record carries no timestamp (-1)
+
+
+@dataclass(frozen=True, slots=True)
 class QuorumReplica:
     id: int
     log_end_offset: int | None
@@ -167,6 +178,9 @@ class ClusterSnapshot:
     errors: tuple[PhaseError, ...] = ()
     # Seconds per phase plus "total"; empty for recordings, which carry no timings.
     durations: Mapping[str, float] = field(default_factory=_no_durations)
+    # Records read at committed offsets by the record-times step (not a phase: reading fewer
+    # falls back to the offset history, docs/lag.md); empty for recordings that have none.
+    record_times: tuple[RecordTime, ...] = ()
     # Capability -> True (the cluster answered it) or False (it said it does not support it);
     # absent while unknown. A capability that is off leaves its families out without an error.
     capabilities: Mapping[str, bool] = field(default_factory=_no_capabilities)

@@ -29,10 +29,21 @@ from exporter.lag_status import (
     Observation,
     PartitionEvaluation,
 )
+from exporter.record_time import (
+    EXTRAPOLATED,
+    INTERPOLATED,
+    TPO,
+    Method,
+    combine,
+    lagging_partitions,
+    merge_record_times,
+    method_counts,
+)
 from exporter.snapshot import (
     COLLECTION_PHASE,
     PHASES,
     ClusterSnapshot,
+    RecordTime,
     Topic,
     min_insync_replicas,
 )
@@ -129,6 +140,10 @@ class ExporterState:
     uncommitted: tuple[UncommittedPartition, ...]  # docs/lag.md: how they count
     # From the history. A key is absent when its value is unknown (see docs/lag.md).
     lag_seconds: Mapping[GTP, float]
+    # How each lag_seconds value was obtained (exporter/record_time.py), and per group the number
+    # of partitions with lag by method ("unknown": no value).
+    lag_seconds_methods: Mapping[GTP, Method]
+    lag_method_counts: Mapping[tuple[str, str], int]  # (group, method)
     max_lag_seconds: Mapping[tuple[str, str], float]  # (group, topic)
     lag_status: Mapping[GTP, PartitionEvaluation]
     group_status: Mapping[str, GroupEvaluation]
@@ -137,6 +152,8 @@ class ExporterState:
     out_of_sync_seconds: Mapping[tuple[str, int, int], float]
     isr_shrinks: Mapping[int, int]  # broker -> replicas seen leaving an ISR since start
     isr_expands: Mapping[int, int]
+    # Records read at committed offsets, kept while those offsets stay (a timestamp never changes).
+    record_times: Mapping[TPO, RecordTime]
     history: History = field(compare=False, repr=False)
 
     @property
@@ -183,7 +200,20 @@ def derive(
         latest_now,
         prune=snapshot.has_metadata and "offsets" not in snapshot.failed_phases,
     )
-    lag_seconds = _lag_seconds(history.offsets, snapshot.collected_at, group_lags)
+    complete = snapshot.has_metadata and not snapshot.failed_phases & {
+        "offsets",
+        "groups",
+        "group_offsets",
+    }
+    lagging = lagging_partitions(snapshot)
+    record_times = merge_record_times(
+        previous.record_times if previous else {},
+        snapshot.record_times,
+        lagging if complete else None,
+    )
+    lag_seconds, methods = _lag_seconds(
+        history.offsets, snapshot.collected_at, group_lags, record_times
+    )
     lag_status, group_status = _lag_status(history.lag_status, snapshot, group_lags)
     return ExporterState(
         snapshot=snapshot,
@@ -210,12 +240,17 @@ def derive(
         group_lags=group_lags,
         uncommitted=_uncommitted(snapshot),
         lag_seconds=_frozen(lag_seconds),
+        lag_seconds_methods=_frozen(methods),
+        lag_method_counts=_frozen(
+            method_counts({g.group_id for g in snapshot.groups if g.committed}, lagging, methods)
+        ),
         max_lag_seconds=_frozen(_max_lag_seconds(group_lags, lag_seconds)),
         lag_status=_frozen(lag_status),
         group_status=_frozen(group_status),
         out_of_sync_seconds=_frozen(out_of_sync),
         isr_shrinks=_frozen(shrinks),
         isr_expands=_frozen(expands),
+        record_times=_frozen(record_times),
         history=history,
     )
 
@@ -446,16 +481,28 @@ def _isr_history(
 
 
 def _lag_seconds(
-    offsets: OffsetHistory, now: float, group_lags: Iterable[PartitionLag]
-) -> dict[GTP, float]:
+    offsets: OffsetHistory,
+    now: float,
+    group_lags: Iterable[PartitionLag],
+    records: Mapping[TPO, RecordTime],
+) -> tuple[dict[GTP, float], dict[GTP, Method]]:
     seconds: dict[GTP, float] = {}
+    methods: dict[GTP, Method] = {}
     for item in group_lags:
         if item.latest is None:
             continue
-        value = offsets.lag_seconds(item.topic, item.partition, item.committed, item.latest, now)
+        topic, partition, committed = item.topic, item.partition, item.committed
+        value = offsets.lag_seconds(topic, partition, committed, item.latest, now)
+        estimate: tuple[float, Method] | None = None
         if value is not None:
-            seconds[(item.group, item.topic, item.partition)] = value
-    return seconds
+            covered = offsets.covers(topic, partition, committed)
+            estimate = (value, INTERPOLATED if covered else EXTRAPOLATED)
+        record = records.get((topic, partition, committed))
+        result = combine(committed, item.latest, record, estimate, now)
+        if result is not None:
+            key = (item.group, topic, partition)
+            seconds[key], methods[key] = result
+    return seconds, methods
 
 
 def _max_lag_seconds(

@@ -9,6 +9,7 @@ from prometheus_client.metrics_core import Metric
 from exporter.collectors.base import StateCollector, gauge
 from exporter.lag_seconds import LAG_SECONDS_HELP, MAX_LAG_SECONDS_HELP
 from exporter.lag_status import GROUP_STATUS_HELP, PARTITION_STATUS_HELP
+from exporter.record_time import METHODS_HELP
 from exporter.state import ExporterState
 
 _GTP = ["consumergroup", "topic", "partition"]
@@ -22,6 +23,12 @@ class LagCollector(StateCollector):
             MAX_LAG_SECONDS_HELP,
             ["consumergroup", "topic"],
             state.max_lag_seconds,
+        )
+        yield gauge(
+            "kafka_consumergroup_lag_seconds_partitions",
+            METHODS_HELP,
+            ["consumergroup", "method"],
+            state.lag_method_counts,
         )
         yield gauge(
             "kafka_consumergroup_partition_status",

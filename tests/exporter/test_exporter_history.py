@@ -123,6 +123,7 @@ def test_a_stopped_group_turns_stop_and_err_once_its_window_is_full() -> None:
         "committed_offset": 50,
         "latest_offset": 300,
         "lag": 250,
+        "lag_seconds_method": "extrapolated",  # committed offset older than the history
         "status": "STOP",
         "status_window_complete": True,
         "status_window_completeness": 1.0,

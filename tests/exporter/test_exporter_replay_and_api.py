@@ -74,6 +74,7 @@ GROUP_PARTITION_KEYS = {
     "latest_offset",
     "lag",
     "lag_seconds",
+    "lag_seconds_method",
     "status",
     "status_window_complete",
     "status_window_completeness",
@@ -189,6 +190,7 @@ def test_cluster_json_shape_and_values_healthy_later() -> None:
     (topic,) = billing["topics"]
     assert (topic["topic"], topic["lag"]) == ("measure", 778)
     assert 0.1 < topic["max_lag_seconds"] < 1.0
+    assert topic["max_lag_seconds_method"] == "interpolated"  # no record read in a replay
     assert topic["messages_consumed_per_second"] == pytest.approx(1999.9, abs=0.1)
     assert set(billing["partitions"][0]) == GROUP_PARTITION_KEYS
     assert [p["partition"] for p in billing["partitions"]] == list(range(6))

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from exporter.lag_seconds import OffsetHistory
 from exporter.lag_status import GroupStatus, LagStatusTracker, Observation, PartitionStatus
-from exporter.recording import load_snapshot
+from exporter.record_time import RecordBudget
+from exporter.record_time_adapter import RecordTimeReader
+from exporter.recording import Replayed, load_snapshot, replay
+from exporter.snapshot import RecordTime
+from exporter.state import ExporterState, History, derive
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
+from tests.exporter.exposition import samples, value
 
 # README timeline: the earlier recording pass (21:29–21:32 UTC) was reset, then the loader wrote
 # `measure` again before the background producer started at 21:33:11.
@@ -117,3 +126,148 @@ def test_lag_status_over_the_recordings() -> None:
     waiting = incomplete.evaluate()
     assert {e.status for e in waiting.partitions.values()} == {PartitionStatus.OK}
     assert {e.complete for e in waiting.partitions.values()} == {0.5}
+
+
+# -- lag seconds from record timestamps on the recordings -------------------------------------
+# `verify-6x3` is idle through the recordings: its newest records (the recorded
+# `latest_timestamp_ms`, from ListOffsets max_timestamp) were written at 21:21:20.8 UTC, 12 minutes
+# before `healthy`. Every record of a partition is at most that new, so it stands in for the
+# record at `verify-group`'s committed offset: the age it gives is a lower bound of the true one.
+VERIFY_WRITTEN_BEFORE = 1795296080.825  # max of the six recorded latest_timestamp_ms
+
+
+def _newest_timestamps() -> dict[tuple[str, int], int]:
+    data = json.loads((KAFKA_FIXTURES / f"{SCENARIOS[0]}.json").read_text())
+    return {
+        (t["name"], p["partition"]): p["latest_timestamp_ms"]
+        for t in data["topics"]
+        if t["name"] == "verify-6x3"
+        for p in t["partitions"]
+    }
+
+
+class _TableReader(RecordTimeReader):
+    """The real record-times step (planning, budget, misses) with Kafka replaced by a table:
+    verify-6x3 answers with its recorded newest timestamp, every other read goes unanswered."""
+
+    def __init__(self, partitions: int) -> None:
+        super().__init__("unused:9092", {}, RecordBudget(partitions, 1.0))
+        self.asked: list[list[tuple[str, int, int]]] = []
+
+    def read(
+        self, targets: Sequence[tuple[str, int, int]], timeout: float
+    ) -> tuple[tuple[RecordTime, ...], list[str]]:
+        self.asked.append(list(targets))
+        newest = _newest_timestamps()
+        return tuple(
+            RecordTime(t, p, o, o, newest[(t, p)]) for t, p, o in targets if (t, p) in newest
+        ), []
+
+
+def _verify_group(state: ExporterState) -> dict[int, tuple[float | None, str | None]]:
+    return {
+        p: (
+            state.lag_seconds.get(("verify-group", "verify-6x3", p)),
+            state.lag_seconds_methods.get(("verify-group", "verify-6x3", p)),
+        )
+        for p in range(6)
+    }
+
+
+def api_groups(item: Replayed) -> dict[str, Any]:
+    return {g["group_id"]: g for g in item.cluster_json["groups"]}
+
+
+def test_history_only_the_idle_backlog_reads_as_the_replay_uptime() -> None:
+    """The bug of issue 10 §2 on real data: 12-minute-old messages read as ≤ 96 s."""
+    states = replay([KAFKA_FIXTURES / f"{s}.json" for s in SCENARIOS])
+    first = api_groups(states[0])["verify-group"]
+    assert {p["lag_seconds"] for p in first["partitions"]} == {None}
+    last = api_groups(states[-1])["verify-group"]
+    uptime = states[-1].collected_at - states[0].collected_at
+    assert {p["lag_seconds_method"] for p in last["partitions"]} == {"extrapolated"}
+    assert max(p["lag_seconds"] for p in last["partitions"]) == pytest.approx(uptime)
+
+
+def test_record_times_in_a_recording_give_the_age_from_the_first_collection(tmp_path: Path) -> None:
+    newest = _newest_timestamps()
+    paths = []
+    for i, scenario in enumerate(SCENARIOS):
+        data = json.loads((KAFKA_FIXTURES / f"{scenario}.json").read_text())
+        if i == 0:  # read once: later collections keep the read while the offset stays
+            data["record_times"] = [
+                {
+                    "topic": c["topic"],
+                    "partition": c["partition"],
+                    "offset": c["offset"],
+                    "record_offset": c["offset"],
+                    "timestamp_ms": newest[(c["topic"], c["partition"])],
+                }
+                for g in data["groups"]
+                if g["group_id"] == "verify-group"
+                for c in g["committed"]
+            ]
+        path = tmp_path / f"{scenario}.json"
+        path.write_text(json.dumps(data))
+        paths.append(path)
+    for item in replay(paths):
+        group = api_groups(item)["verify-group"]
+        for p in group["partitions"]:
+            assert p["lag_seconds_method"] == "record"
+            written = newest[("verify-6x3", p["partition"])] / 1000
+            assert p["lag_seconds"] == pytest.approx(item.collected_at - written)
+        assert group["topics"][0]["max_lag_seconds"] > item.collected_at - VERIFY_WRITTEN_BEFORE
+        assert group["topics"][0]["max_lag_seconds"] > 720  # 12 minutes, from the first one
+        assert group["topics"][0]["max_lag_seconds_method"] == "record"
+        found = samples(item.exposition)
+        assert (
+            value(
+                found,
+                "kafka_consumergroup_lag_seconds_partitions",
+                consumergroup="verify-group",
+                method="record",
+            )
+            == 6
+        )
+
+
+def _run(reader: _TableReader) -> list[ExporterState]:
+    history = History()
+    state: ExporterState | None = None
+    states = []
+    for scenario in SCENARIOS:
+        snapshot = reader(load_snapshot(KAFKA_FIXTURES / f"{scenario}.json"), state, 5.0)
+        state = derive(state, snapshot, history)
+        states.append(state)
+    return states
+
+
+def test_a_budget_of_four_reads_shares_them_between_failing_and_answered_reads() -> None:
+    reader = _TableReader(partitions=4)
+    states = _run(reader)
+    assert all(len(asked) <= 4 for asked in reader.asked)
+    # The first reads go to the largest backlogs (vigia-ingest, unanswered here); those missed
+    # go last at the next read, so verify-group is reached, and a read is never asked again while
+    # its offset stays.
+    assert {t for t, _, _ in reader.asked[0]} == {"measure"}
+    verify = [t for asked in reader.asked for t in asked if t[0] == "verify-6x3"]
+    assert len(verify) == len(set(verify)) == 4
+    read = [{p for p, (_, m) in _verify_group(s).items() if m == "record"} for s in states]
+    assert [len(r) for r in read] == [0, 2, 2, 4, 4]
+    assert all(a <= b for a, b in itertools.pairwise(read))  # what was read stays read
+    newest = _newest_timestamps()
+    for state in states:
+        for p, (seconds, method) in _verify_group(state).items():
+            if method == "record":
+                assert seconds == pytest.approx(
+                    state.snapshot.collected_at - newest[("verify-6x3", p)] / 1000
+                )
+
+
+def test_a_budget_covering_every_backlog_reads_them_all_on_the_first_collection() -> None:
+    reader = _TableReader(partitions=18)
+    states = _run(reader)
+    assert len(reader.asked[0]) == 18  # vigia-ingest, verify-group and billing: 6 each
+    assert {m for _, m in _verify_group(states[0]).values()} == {"record"}
+    # Then only what changed or was missed: billing's moving offsets and vigia-ingest (missed).
+    assert all({t for t, _, _ in a} == {"measure"} for a in reader.asked[1:])

@@ -1,0 +1,176 @@
+"""Lag seconds from record timestamps: which committed offsets to read, and how a read combines
+with the offset-history estimate (exporter/lag_seconds.py). Pure logic, no I/O; the reads are done
+by exporter/record_time_adapter.py. Method, costs and budget: docs/lag.md.
+
+The age of a group's oldest unconsumed message is `now − timestamp` of the first record at or
+after its committed offset `C`. That needs no history, so it is right on the exporter's first
+collection, where interpolation over the exporter's own history cannot see further back than its
+uptime. Reads are budgeted per collection:
+- `plan_reads` picks, among the lagging group-partitions, the (topic, partition, C) not read yet
+  (a record's timestamp never changes, so a read stays valid while C stays), skipping C below the
+  earliest offset (deleted by retention: nothing to read), and ranks them: first those the history
+  cannot answer (no value or extrapolated at the previous collection), then the oldest by the
+  previous collection's value, then the largest lag in messages; those asked for and not answered
+  at the previous read go last, so that failing reads do not starve the others.
+- `merge_record_times` keeps the reads that are still wanted.
+- `combine` gives each group-partition its value and the method that produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from exporter.snapshot import ClusterSnapshot, RecordTime
+
+RECORD: Final = "record"
+INTERPOLATED: Final = "interpolated"
+EXTRAPOLATED: Final = "extrapolated"
+CAUGHT_UP: Final = "caught_up"
+Method = Literal["record", "interpolated", "extrapolated", "caught_up"]
+# The methods counted per group by kafka_consumergroup_lag_seconds_partitions; "unknown" is a
+# partition with lag and no value.
+UNKNOWN: Final = "unknown"
+COUNTED_METHODS = (RECORD, INTERPOLATED, EXTRAPOLATED, UNKNOWN)
+
+TPO = tuple[str, int, int]  # (topic, partition, committed offset)
+GTP = tuple[str, str, int]  # (group, topic, partition)
+
+DEFAULT_PARTITIONS = 200
+DEFAULT_SECONDS = 2.0
+# librdkafka `max.partition.fetch.bytes`: Kafka still returns a whole first record batch when it is
+# larger (KIP-74), so each read is one batch, this size or the batch's.
+PARTITION_BYTES = 16 * 1024
+# librdkafka `fetch.max.bytes`: the most one Fetch response (one per leader broker) carries.
+RESPONSE_BYTES = 1024 * 1024
+
+METHODS_HELP = (
+    "Partitions of the group with lag, by the method that produced their "
+    "kafka_consumergroup_lag_seconds: record (timestamp of the oldest unconsumed record), "
+    "interpolated or extrapolated (exporter's offset history), unknown (no value)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBudget:
+    """What the record-times step may spend per collection (0 partitions: never read)."""
+
+    partitions: int = DEFAULT_PARTITIONS
+    seconds: float = DEFAULT_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.partitions < 0:
+            raise ValueError(f"partitions must be ≥ 0, got {self.partitions}")
+        if self.seconds <= 0:
+            raise ValueError(f"seconds must be > 0, got {self.seconds}")
+
+
+@dataclass(frozen=True, slots=True)
+class Lagging:
+    """A group-partition with lag in one snapshot."""
+
+    committed: int
+    latest: int
+    earliest: int | None
+
+
+def lagging_partitions(snapshot: ClusterSnapshot) -> dict[GTP, Lagging]:
+    """Group-partitions whose committed offset is below the latest offset."""
+    ends = {
+        (t.name, p.partition): (p.earliest_offset, p.latest_offset)
+        for t in snapshot.topics
+        for p in t.partitions
+        if p.latest_offset is not None
+    }
+    found: dict[GTP, Lagging] = {}
+    for g in snapshot.groups:
+        for c in g.committed or ():
+            end = ends.get((c.topic, c.partition))
+            if end is not None and c.offset < end[1]:
+                found[(g.group_id, c.topic, c.partition)] = Lagging(c.offset, end[1], end[0])
+    return found
+
+
+def readable(item: Lagging) -> bool:
+    """A committed offset below the earliest offset was deleted by retention: nothing to read."""
+    return item.earliest is None or item.committed >= item.earliest
+
+
+def plan_reads(
+    lagging: Mapping[GTP, Lagging],
+    known: Mapping[TPO, RecordTime],
+    previous_seconds: Mapping[GTP, float],
+    previous_methods: Mapping[GTP, str],
+    limit: int,
+    missed: Set[TPO] = frozenset(),
+) -> list[TPO]:
+    """At most `limit` (topic, partition, offset) to read, most useful first (module docstring)."""
+    ranks: dict[TPO, tuple[int, float, int]] = {}
+    for key, item in lagging.items():
+        _, topic, partition = key
+        target = (topic, partition, item.committed)
+        if target in known or not readable(item):
+            continue
+        method = previous_methods.get(key)
+        answered = method is not None and method != EXTRAPOLATED
+        age = previous_seconds.get(key, 0.0)
+        # Smaller sorts first: unanswered, then older, then more messages behind.
+        rank = (2 if target in missed else int(answered), -age, -(item.latest - item.committed))
+        ranks[target] = min(rank, ranks.get(target, rank))
+    return sorted(ranks, key=lambda t: (ranks[t], t))[:limit]
+
+
+def merge_record_times(
+    previous: Mapping[TPO, RecordTime],
+    read: Iterable[RecordTime],
+    lagging: Mapping[GTP, Lagging] | None,
+) -> dict[TPO, RecordTime]:
+    """Reads still useful: those of a readable lagging committed offset of this collection, or,
+    when the collection did not see every group and offset (`lagging` None), all of them."""
+    merged = dict(previous)
+    merged.update(((r.topic, r.partition, r.offset), r) for r in read)
+    if lagging is None:
+        return merged
+    wanted = {(t, p, item.committed) for (_, t, p), item in lagging.items() if readable(item)}
+    return {k: v for k, v in merged.items() if k in wanted}
+
+
+def combine(
+    committed: int,
+    latest: int,
+    record: RecordTime | None,
+    estimate: tuple[float, Method] | None,
+    now: float,
+) -> tuple[float, Method] | None:
+    """Lag seconds of one group-partition and its method, from a read record (or None) and the
+    history's estimate (or None); None when neither answers.
+
+    - Lag 0: 0 s, caught_up.
+    - A record read at C with a timestamp: `now − timestamp` (≥ 0; a producer clock ahead of the
+      exporter's gives 0), record.
+    - A record read past C (C is a transaction marker, an aborted or a compacted-away record): it is
+      the oldest message the group will read, and `now − timestamp` is a lower bound of the age of
+      C. The larger of it and the history's estimate, with the method of the larger.
+    - No usable record (none read, no timestamp): the history's estimate.
+    """
+    if committed >= latest:
+        return 0.0, CAUGHT_UP
+    if record is None or record.timestamp_ms is None:
+        return estimate
+    age = max(0.0, now - record.timestamp_ms / 1000.0)
+    if record.record_offset > committed and estimate is not None and estimate[0] > age:
+        return estimate
+    return age, RECORD
+
+
+def method_counts(
+    groups: Iterable[str], lagging: Iterable[GTP], methods: Mapping[GTP, str]
+) -> dict[tuple[str, str], int]:
+    """(group, method) → partitions with lag; every counted method of every group in `groups`
+    (those with committed offsets) is present, 0 included."""
+    counts = {(group, method): 0 for group in groups for method in COUNTED_METHODS}
+    for group, topic, partition in lagging:
+        method = methods.get((group, topic, partition), UNKNOWN)
+        counts[(group, method)] = counts.get((group, method), 0) + 1
+    return counts

@@ -1,0 +1,336 @@
+"""Lag seconds from record timestamps: the pure planning and combining (exporter/record_time.py),
+and `derive` using them, on hand-made snapshots."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from types import MappingProxyType
+
+import pytest
+
+from exporter import api
+from exporter.collectors import render
+from exporter.record_time import (
+    CAUGHT_UP,
+    EXTRAPOLATED,
+    INTERPOLATED,
+    RECORD,
+    Lagging,
+    RecordBudget,
+    combine,
+    lagging_partitions,
+    merge_record_times,
+    method_counts,
+    plan_reads,
+)
+from exporter.record_time_adapter import RecordTimeReader
+from exporter.service import CollectionService
+from exporter.snapshot import (
+    Broker,
+    ClusterSnapshot,
+    CommittedOffset,
+    ConsumerGroup,
+    Partition,
+    PhaseError,
+    RecordTime,
+    Topic,
+)
+from exporter.state import ExporterState, History, derive
+from tests.exporter.exposition import samples, value
+
+NOW = 1_800_000_000.0
+
+
+def _record(offset: int, ts_s: float | None, *, read_at: int | None = None) -> RecordTime:
+    ts = None if ts_s is None else round(ts_s * 1000)
+    return RecordTime("t", 0, offset, offset if read_at is None else read_at, ts)
+
+
+# -- combine -----------------------------------------------------------------------------------
+
+
+def test_lag_0_is_0_seconds_caught_up_whatever_was_read() -> None:
+    assert combine(100, 100, _record(100, NOW - 60), (5.0, INTERPOLATED), NOW) == (0.0, CAUGHT_UP)
+    assert combine(120, 100, None, None, NOW) == (0.0, CAUGHT_UP)
+
+
+def test_a_record_at_the_committed_offset_gives_its_age_whatever_the_history_says() -> None:
+    # 45 minutes old, while the history (10 minutes of uptime) extrapolates 600 s.
+    assert combine(50, 100, _record(50, NOW - 2700), (600.0, EXTRAPOLATED), NOW) == (
+        pytest.approx(2700.0),
+        RECORD,
+    )
+    assert combine(50, 100, _record(50, NOW - 2700), None, NOW) == (pytest.approx(2700.0), RECORD)
+
+
+def test_a_producer_clock_ahead_of_the_exporter_gives_0_not_a_negative_age() -> None:
+    assert combine(50, 100, _record(50, NOW + 30), None, NOW) == (0.0, RECORD)
+
+
+def test_a_record_without_timestamp_falls_back_to_the_history() -> None:
+    assert combine(50, 100, _record(50, None), (12.0, INTERPOLATED), NOW) == (12.0, INTERPOLATED)
+    assert combine(50, 100, _record(50, None), None, NOW) is None
+    assert combine(50, 100, None, (12.0, EXTRAPOLATED), NOW) == (12.0, EXTRAPOLATED)
+    assert combine(50, 100, None, None, NOW) is None
+
+
+def test_a_record_past_the_committed_offset_is_a_lower_bound_combined_by_max() -> None:
+    # C itself is a transaction marker or compacted away: the next record is 40 s old.
+    past = _record(50, NOW - 40, read_at=57)
+    assert combine(50, 100, past, (55.0, INTERPOLATED), NOW) == (55.0, INTERPOLATED)
+    assert combine(50, 100, past, (30.0, EXTRAPOLATED), NOW) == (pytest.approx(40.0), RECORD)
+    assert combine(50, 100, past, None, NOW) == (pytest.approx(40.0), RECORD)
+
+
+# -- plan_reads and merge_record_times ---------------------------------------------------------
+
+
+def test_plan_reads_skips_what_is_known_or_deleted_and_reads_a_shared_offset_once() -> None:
+    lagging = {
+        ("a", "t", 0): Lagging(10, 100, 0),
+        ("b", "t", 0): Lagging(10, 100, 0),  # same offset as group a: one read
+        ("a", "t", 1): Lagging(20, 100, 0),  # already read at this offset
+        ("a", "t", 2): Lagging(5, 100, 8),  # below the earliest offset: deleted by retention
+        ("a", "u", 0): Lagging(30, 100, None),  # earliest unknown: try
+    }
+    known = {("t", 1, 20): RecordTime("t", 1, 20, 20, 1)}
+    assert sorted(plan_reads(lagging, known, {}, {}, 10)) == [("t", 0, 10), ("u", 0, 30)]
+
+
+def test_plan_reads_ranks_what_the_history_cannot_answer_then_the_oldest_then_the_most_behind() -> (
+    None
+):
+    lagging = {
+        ("g", "t", 0): Lagging(0, 10, None),  # interpolated 50 s at the previous collection
+        ("g", "t", 1): Lagging(0, 10, None),  # interpolated 500 s
+        ("g", "t", 2): Lagging(0, 10, None),  # extrapolated 20 s
+        ("g", "t", 3): Lagging(0, 10, None),  # no value
+        ("g", "t", 4): Lagging(0, 99, None),  # no value, more messages behind
+        ("g", "t", 5): Lagging(0, 10, None),  # read before at another offset: record 9 s
+    }
+    seconds = {("g", "t", 0): 50.0, ("g", "t", 1): 500.0, ("g", "t", 2): 20.0}
+    seconds[("g", "t", 5)] = 9.0
+    methods = {
+        ("g", "t", 0): INTERPOLATED,
+        ("g", "t", 1): INTERPOLATED,
+        ("g", "t", 2): EXTRAPOLATED,
+        ("g", "t", 5): RECORD,
+    }
+    order = [p for _, p, _ in plan_reads(lagging, {}, seconds, methods, 10)]
+    assert order == [2, 4, 3, 1, 0, 5]
+    assert [p for _, p, _ in plan_reads(lagging, {}, seconds, methods, 3)] == [2, 4, 3]
+    assert plan_reads(lagging, {}, seconds, methods, 0) == []
+
+
+def test_plan_reads_puts_what_the_last_read_missed_last() -> None:
+    lagging = {("g", "t", p): Lagging(0, 10 * (p + 1), None) for p in range(3)}
+    assert [p for _, p, _ in plan_reads(lagging, {}, {}, {}, 3)] == [2, 1, 0]
+    missed = {("t", 2, 0), ("t", 1, 0)}
+    assert [p for _, p, _ in plan_reads(lagging, {}, {}, {}, 3, missed)] == [0, 2, 1]
+
+
+def test_merge_keeps_reads_while_their_offset_is_committed_and_readable() -> None:
+    old = {("t", 0, 10): RecordTime("t", 0, 10, 10, 5), ("t", 1, 3): RecordTime("t", 1, 3, 3, 6)}
+    new = [RecordTime("t", 2, 7, 7, 8)]
+    lagging = {
+        ("g", "t", 0): Lagging(10, 50, 0),  # still committed there: kept
+        ("g", "t", 1): Lagging(4, 50, 0),  # moved on: the read at 3 is dropped
+        ("g", "t", 2): Lagging(7, 50, 0),
+    }
+    assert set(merge_record_times(old, new, lagging)) == {("t", 0, 10), ("t", 2, 7)}
+    deleted = {**lagging, ("g", "t", 0): Lagging(10, 50, 20)}  # retention passed it
+    assert set(merge_record_times(old, new, deleted)) == {("t", 2, 7)}
+    # A partial collection did not see every group: nothing is forgotten.
+    assert set(merge_record_times(old, new, None)) == {("t", 0, 10), ("t", 1, 3), ("t", 2, 7)}
+
+
+def test_method_counts_has_every_method_of_every_group_with_commits() -> None:
+    lagging = [("a", "t", 0), ("a", "t", 1), ("a", "t", 2)]
+    methods = {("a", "t", 0): RECORD, ("a", "t", 1): RECORD}
+    assert method_counts(["a", "b"], lagging, methods) == {
+        ("a", "record"): 2,
+        ("a", "interpolated"): 0,
+        ("a", "extrapolated"): 0,
+        ("a", "unknown"): 1,
+        ("b", "record"): 0,
+        ("b", "interpolated"): 0,
+        ("b", "extrapolated"): 0,
+        ("b", "unknown"): 0,
+    }
+
+
+def test_budget_rejects_negative_partitions_and_no_time() -> None:
+    with pytest.raises(ValueError):
+        RecordBudget(-1, 1.0)
+    with pytest.raises(ValueError):
+        RecordBudget(10, 0.0)
+
+
+# -- derive ------------------------------------------------------------------------------------
+
+
+def _snap(
+    at: float,
+    latest: int,
+    committed: int,
+    *,
+    earliest: int = 0,
+    reads: tuple[RecordTime, ...] = (),
+    errors: tuple[PhaseError, ...] = (),
+) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        collected_at=at,
+        cluster_id="c",
+        controller_id=1,
+        controller_source="quorum",
+        brokers=(Broker(1, "127.0.0.1", 9091),),
+        topics=(Topic("t", False, (Partition(0, 1, (1,), (1,), (), earliest, latest),)),),
+        log_dirs=(),
+        groups=(
+            ConsumerGroup(
+                "g", "EMPTY", "CLASSIC", "", 1, (), (CommittedOffset("t", 0, committed),)
+            ),
+        ),
+        errors=errors,
+        record_times=reads,
+    )
+
+
+def _chain(*snapshots: ClusterSnapshot) -> list[ExporterState]:
+    history = History()
+    states: list[ExporterState] = []
+    for s in snapshots:
+        states.append(derive(states[-1] if states else None, s, history))
+    return states
+
+
+KEY = ("g", "t", 0)
+
+
+def test_a_read_record_gives_the_age_on_the_first_collection_and_stays_without_rereading() -> None:
+    read = (_record(50, NOW - 2700),)
+    first, second, moved = _chain(
+        _snap(NOW, 100, 50, reads=read),
+        _snap(NOW + 15, 130, 50),  # nothing read: the earlier read still holds for offset 50
+        _snap(NOW + 30, 160, 140),  # the group moved on: back to the history
+    )
+    assert first.lag_seconds == {KEY: pytest.approx(2700.0)}
+    assert first.lag_seconds_methods == {KEY: RECORD}
+    assert first.max_lag_seconds == {("g", "t"): pytest.approx(2700.0)}
+    assert second.lag_seconds == {KEY: pytest.approx(2715.0)}
+    assert second.lag_seconds_methods == {KEY: RECORD}
+    assert moved.lag_seconds == {KEY: pytest.approx(10.0)}  # 140 was latest at NOW + 20
+    assert moved.lag_seconds_methods == {KEY: INTERPOLATED}
+    assert moved.record_times == {}
+
+    found = samples(render(first))
+    counts = {
+        m: value(found, "kafka_consumergroup_lag_seconds_partitions", consumergroup="g", method=m)
+        for m in ("record", "interpolated", "extrapolated", "unknown")
+    }
+    assert counts == {"record": 1, "interpolated": 0, "extrapolated": 0, "unknown": 0}
+    (group,) = api.state_json(first)["groups"]
+    assert group["partitions"][0]["lag_seconds_method"] == "record"
+    assert group["topics"][0]["max_lag_seconds_method"] == "record"
+
+
+def test_without_a_read_the_first_collection_has_no_value_and_later_ones_use_the_history() -> None:
+    first, second = _chain(_snap(NOW, 100, 50), _snap(NOW + 15, 130, 50))
+    assert first.lag_seconds == {} and first.lag_seconds_methods == {}
+    assert first.lag_method_counts[("g", "unknown")] == 1
+    assert second.lag_seconds_methods == {KEY: EXTRAPOLATED}  # 50 is older than the history
+    (group,) = api.state_json(first)["groups"]
+    assert group["partitions"][0]["lag_seconds_method"] is None
+    assert group["topics"][0]["max_lag_seconds_method"] is None
+
+
+def test_a_read_offset_deleted_by_retention_falls_back_and_is_forgotten() -> None:
+    first, second = _chain(
+        _snap(NOW, 100, 50, reads=(_record(50, NOW - 2700),)),
+        _snap(NOW + 15, 130, 50, earliest=60),
+    )
+    assert first.lag_seconds_methods == {KEY: RECORD}
+    assert second.lag_seconds_methods == {KEY: EXTRAPOLATED}
+    assert second.record_times == {}
+
+
+def test_a_partial_collection_keeps_the_reads() -> None:
+    partial = replace(
+        _snap(NOW + 15, 130, 50), groups=(), errors=(PhaseError("group_offsets", "timed out"),)
+    )
+    first, second, third = _chain(
+        _snap(NOW, 100, 50, reads=(_record(50, NOW - 2700),)), partial, _snap(NOW + 30, 160, 50)
+    )
+    assert second.record_times == first.record_times
+    assert third.lag_seconds == {KEY: pytest.approx(2730.0)}
+    assert third.lag_seconds_methods == {KEY: RECORD}
+
+
+def test_lagging_partitions_are_those_below_the_latest_offset_with_known_ends() -> None:
+    snap = _snap(NOW, 100, 50, earliest=3)
+    assert lagging_partitions(snap) == {KEY: Lagging(50, 100, 3)}
+    assert lagging_partitions(_snap(NOW, 50, 50)) == {}
+
+
+# -- the step in the collection loop ----------------------------------------------------------
+
+
+class _Reader(RecordTimeReader):
+    """The real step (planning, budget, bookkeeping) with `read` answering from a table."""
+
+    def __init__(self, budget: RecordBudget, table: dict[tuple[str, int, int], float]) -> None:
+        super().__init__("unused:9092", {}, budget)
+        self.table = table
+        self.asked: list[list[tuple[str, int, int]]] = []
+
+    def read(
+        self, targets: Sequence[tuple[str, int, int]], timeout: float
+    ) -> tuple[tuple[RecordTime, ...], list[str]]:
+        self.asked.append(list(targets))
+        found = [RecordTime(t, p, o, o, round(self.table[(t, p, o)] * 1000)) for t, p, o in targets]
+        return tuple(found), [] if found else ["t-0: KafkaError TOPIC_AUTHORIZATION_FAILED"]
+
+
+def test_the_step_reads_once_per_offset_and_times_itself() -> None:
+    reader = _Reader(RecordBudget(), {("t", 0, 50): NOW - 2700})
+    service = CollectionService(
+        lambda _: replace(_snap(NOW, 100, 50), durations=MappingProxyType({"total": 0.5})),
+        interval=15,
+        timeout=10,
+        enrich=reader,
+    )
+    first = service.collect_once()
+    second = service.collect_once()
+    assert reader.asked == [[("t", 0, 50)]]  # the second collection reuses the read
+    assert first.lag_seconds_methods == second.lag_seconds_methods == {KEY: RECORD}
+    assert first.lag_seconds == {KEY: pytest.approx(2700.0)}
+    assert "record_times" in first.snapshot.durations
+    assert first.snapshot.durations["total"] >= 0.5 + first.snapshot.durations["record_times"]
+
+
+def test_the_step_reads_nothing_with_no_budget_or_no_time_and_logs_only_changes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    snap = _snap(NOW, 100, 50)
+    none = _Reader(RecordBudget(partitions=0), {})
+    assert none(snap, None, 10.0) is snap and none.asked == []
+    reader = _Reader(RecordBudget(), {})
+    with caplog.at_level(logging.INFO, "exporter.record_time_adapter"):
+        assert reader(snap, None, 0.05) is snap  # less than 0.1 s left of the collection
+        assert reader(snap, None, 0.05) is snap
+        assert reader.asked == []
+        reader.table[("t", 0, 50)] = NOW - 60
+        assert reader(snap, None, 5.0).record_times == (_record(50, NOW - 60),)
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
+    assert "no time left" in caplog.records[0].getMessage()
+
+
+def test_a_failing_step_keeps_the_collection() -> None:
+    def broken(snapshot: ClusterSnapshot, previous: object, left: float) -> ClusterSnapshot:
+        raise RuntimeError("bug")
+
+    service = CollectionService(lambda _: _snap(NOW, 100, 50), 15, 10, enrich=broken)
+    state = service.collect_once()
+    assert state.up and state.group_lags[0].lag == 50
