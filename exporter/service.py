@@ -170,6 +170,7 @@ class CollectionService:
         if self._failures:
             log.info("Kafka reachable again after %d failed collection(s)", self._failures)
             self._failures = 0
+            self._last_failed -= {"metadata", COLLECTION_PHASE}  # said by the line above
         # One line when a phase starts failing and one when it recovers, not per collection.
         for error in snapshot.errors:
             if error.phase not in self._last_failed:

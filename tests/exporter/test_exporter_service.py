@@ -201,6 +201,7 @@ def test_unreachable_cluster_retries_with_backoff_and_recovers(
     down[0] = False
     assert service.collect_once().up
     assert "Kafka reachable again after 4 failed collection(s)" in caplog.text
+    assert "phase metadata" not in caplog.text  # the reachability lines say it, once each
     down[0] = True
     service.collect_once()
     assert delays()[-1] == "1"  # the backoff starts over after a recovery
