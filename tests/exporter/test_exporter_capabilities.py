@@ -104,3 +104,18 @@ def test_kafka_python_slow_task_warnings_are_demoted_to_debug(
     with caplog.at_level(logging.DEBUG, logger=SELECTOR_LOGGER):
         logger.warning(slow, "task", 0.155, 0.1)
     assert caplog.records[-1].levelname == "DEBUG"
+
+
+def test_kafka_python_connection_failures_are_logged_once_not_per_attempt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    quiet_kafka_python()
+    logger = logging.getLogger("kafka.net.manager")
+    with caplog.at_level(logging.INFO, logger="kafka.net.manager"):
+        for port in (9092, 9093, 9092):  # digits do not make a line distinct
+            logger.warning("Bootstrap connection to 127.0.0.1:%d failed: refused", port)
+        logger.warning("Bootstrap failed: KafkaTimeoutError")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Bootstrap connection to 127.0.0.1:9092 failed: refused",
+        "Bootstrap failed: KafkaTimeoutError",
+    ]
