@@ -64,6 +64,7 @@ from exporter.snapshot import (
 
 log = logging.getLogger(__name__)
 
+
 librdkafka_log = librdkafka_logger("exporter.librdkafka")
 
 CLIENT_ID = "vigia-exporter"
