@@ -1,7 +1,20 @@
 # `make test` is the one test command: CI (.ci/run) calls it, and so should you.
 PYTHON ?= python3
 
-.PHONY: up test lint typecheck unit
+.PHONY: demo up test lint typecheck unit
+
+# `make demo` runs the whole product on this machine, without Docker or Kafka (vigia-stack --demo).
+# The first time, it makes a virtualenv in .venv with Vigía installed; later runs reuse it (it is
+# reinstalled when pyproject.toml changes). Ctrl-C stops everything.
+VENV ?= .venv
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/vigia-stack --demo
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[all]'
+	touch $@
 
 # `make up` starts the whole stack. The first time, it writes .env from .env.example with a random
 # Grafana admin password (compose refuses to start without one; there is no admin/admin).

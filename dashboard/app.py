@@ -12,6 +12,7 @@ from typing import Any
 from dash import MATCH, Dash, Input, Output, State, dcc, html, no_update
 from flask import jsonify
 
+from dashboard import runbooks
 from dashboard.cluster import Cluster
 from dashboard.config import DashboardConfig
 from dashboard.data import Unreachable, scalar
@@ -69,6 +70,13 @@ def _filter(what: str, class_name: str) -> dcc.Dropdown:
     )
 
 
+def _brand(config: DashboardConfig) -> list[html.Span]:
+    brand = [html.Span("Vigía", className="brand")]
+    if config.marker:
+        brand.append(html.Span(config.marker, id="marker", className="marker"))
+    return brand
+
+
 def _shell(config: DashboardConfig) -> html.Div:
     nav = [
         dcc.Link(p.title, href=p.path, id=f"nav-{p.title.lower()}", className="nav-link")
@@ -81,7 +89,7 @@ def _shell(config: DashboardConfig) -> html.Div:
             dcc.Interval(id="tick", interval=int(config.refresh_interval * 1000)),
             html.Header(
                 [
-                    html.Div([html.Span("Vigía", className="brand"), *nav], className="nav"),
+                    html.Div([*_brand(config), *nav], className="nav"),
                     html.Div(
                         [
                             dcc.Dropdown(
@@ -118,7 +126,7 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     src = sources if sources is not None else Sources(config)
     app = Dash(
         __name__,
-        title="Vigía",
+        title=f"Vigía · {config.marker}" if config.marker else "Vigía",
         update_title=None,
         suppress_callback_exceptions=True,  # page components come and go with navigation
     )
@@ -127,6 +135,8 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     @app.server.route("/healthz")
     def healthz() -> Any:
         return jsonify(status="ok")
+
+    runbooks.serve(app.server, runbooks.directory(config.runbooks_dir))
 
     app.clientside_callback(
         """function (brokers, topics, groups) {

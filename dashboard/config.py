@@ -24,6 +24,8 @@ class DashboardConfig:
     port: int = 8050
     backend_timeout: float = 2.0
     log_level: str = "INFO"
+    marker: str = ""  # shown beside the brand on every page, e.g. "demo"
+    runbooks_dir: str = ""  # empty: the runbooks installed with the package
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -42,6 +44,12 @@ _OPTIONS: dict[str, tuple[str, str]] = {
         "timeout of each request to Prometheus, the exporter and Alertmanager",
     ),
     "log_level": ("VIGIA_LOG_LEVEL", "logging level"),
+    "marker": ("VIGIA_DASHBOARD_MARKER", "a word shown beside the brand on every page, e.g. demo"),
+    "runbooks_dir": (
+        "VIGIA_DASHBOARD_RUNBOOKS_DIR",
+        "directory of <AlertName>.md runbooks served at /runbooks/<AlertName> "
+        "(empty: those installed with Vigía)",
+    ),
 }
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -132,4 +140,6 @@ def load_config(
         port=int(port_text),
         backend_timeout=timeout,
         log_level=level,
+        marker=raw.get("marker", ""),
+        runbooks_dir=raw.get("runbooks_dir", ""),
     )

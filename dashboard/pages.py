@@ -12,7 +12,16 @@ from dash import html
 
 from dashboard.cluster import Cluster, parse_cluster
 from dashboard.data import Fetched, Plan, Unreachable, Window
-from dashboard.views import brokers, capacity, consumers, ingest, overview, replication, topics
+from dashboard.views import (
+    brokers,
+    capacity,
+    consumers,
+    ingest,
+    overview,
+    pipeline,
+    replication,
+    topics,
+)
 from dashboard.views.common import Filters, PageContext
 
 log = logging.getLogger(__name__)
@@ -46,6 +55,7 @@ PAGES: tuple[Page, ...] = (
     ),
     Page("/consumers", "Consumers", lambda f, w: consumers.plan(f), consumers.build),
     Page("/ingest", "Ingest", lambda f, w: ingest.plan(), ingest.build),
+    Page("/pipeline", "Pipeline", lambda f, w: pipeline.plan(), pipeline.build),
     Page("/capacity", "Capacity", lambda f, w: capacity.plan(f, w.end - w.start), capacity.build),
 )
 PAGE_BY_PATH = {p.path: p for p in PAGES}

@@ -1,26 +1,73 @@
 """The JSON served at /api/v1/cluster (shape documented in docs/api.md).
 
-`state_json` is built from one collection's state, once per collection; `probe_json` from the
-probe runner, at each request (the probe has its own schedule). The document is the former with
-the latter under "probe", last.
+`state_json` is built from one collection's state, once per collection; `source_json` from the
+source watch and `probe_json` from the probe runner, at each request (both have their own
+schedule). The document is the former with the source watch under "source" and the probe under
+"probe", last.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
+from exporter.connect.collector import connect_json
+from exporter.connect.watcher import ConnectReport
+from exporter.pipeline_hops import hop_lags
 from exporter.probe.runner import DISABLED, ProbeRunner
 from exporter.probe.tracker import OUTCOMES
 from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
+from exporter.source_watch import SourceWatcher
 from exporter.state import BrokerCounts, ExporterState, PartitionLag, UncommittedPartition
 
 PROBE_KEY = "probe"
+CONNECT_KEY = "connect"  # the Kafka Connect clusters (exporter.connect.collector.connect_json)
+SOURCE_KEY = "source"
 
 
-def cluster_json(state: ExporterState, probe: ProbeRunner | None = None) -> dict[str, Any]:
+def cluster_json(
+    state: ExporterState,
+    probe: ProbeRunner | None = None,
+    connect: Sequence[ConnectReport | None] = (),
+    source: SourceWatcher | None = None,
+) -> dict[str, Any]:
     """The whole document; no runner is the same as a disabled probe."""
-    return {**state_json(state), PROBE_KEY: probe_json(probe)}
+    return {
+        **state_json(state),
+        SOURCE_KEY: source_json(source, state),
+        PROBE_KEY: probe_json(probe),
+        CONNECT_KEY: connect_json(connect),
+    }
+
+
+def source_json(source: SourceWatcher | None, state: ExporterState | None) -> dict[str, Any] | None:
+    """The HES leg (None without --hes-dsn): the source watch's last round and the hops."""
+    if source is None:
+        return None
+    look = source.look
+    reading = look.hes if look is not None else None
+    store_lag = None if state is None else state.max_lag_seconds.get((source.group, source.topic))
+    return {
+        "checked_at": look.checked_at if look is not None else None,
+        "interval_seconds": source.interval,
+        "count_interval_seconds": source.count_interval,
+        "hes": {
+            "up": look.hes_up if look is not None else None,
+            "error": look.hes_error if look is not None else None,
+            "newest_row_timestamp": reading.newest_row_timestamp if reading else None,
+            "day_rows": {d.isoformat(): n for d, n in reading.day_rows.items()} if reading else {},
+            "query_seconds": reading.query_seconds if reading else None,
+            "day_rows_counted_at": reading.counted_at if reading else None,
+        },
+        "topic": {
+            "name": source.topic,
+            "newest_measure_timestamp": look.topic_newest_measure if look is not None else None,
+            "error": look.topic_error if look is not None else None,
+        },
+        "group": source.group,
+        "hop_lag_seconds": hop_lags(look, store_lag),
+    }
 
 
 def probe_json(probe: ProbeRunner | None) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """HTTP endpoints. Handlers only read the service's latest state: they never wait for Kafka.
 
-The exposition text and the JSON are computed once per collection and then served from cache.
-The probe's part (its families, the JSON's "probe" section) is small and has its own schedule: it
-is rendered from the runner's in-memory counters at each request and appended to the cached part.
+The exposition text and the JSON are computed at most once per collection, by the first request
+that asks for them, and then served from cache as bytes: a collection nobody scrapes costs no
+rendering. The probe's part (its families, the JSON's "probe" section) is small and has its own
+schedule: it is rendered from the runner's in-memory counters at each request and appended to the
+cached part.
+The Connect watchers' part (exporter.connect) is appended the same way, from their last polls.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import html
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,65 +22,94 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
-from exporter.collectors import render, render_probe
+from exporter.collectors import render, render_probe, render_source
+from exporter.connect.collector import CachedExposition, connect_json
+from exporter.connect.watcher import ConnectWatcher
 from exporter.exposition import CONTENT_TYPE
+from exporter.granularity import DEFAULT, Granularity
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
+from exporter.source_watch import SourceWatcher
 from exporter.state import ExporterState
 from exporter.version import VERSION
 
 
 class _PerState:
-    """A value per state object, built once; the last two are kept so that a scrape that read the
-    previous state just before a new one was published is still served from cache."""
+    """A value per state object, built once, by the first request that needs it; the last two are
+    kept so that a scrape that read the previous state just before a new one was published is
+    still served from cache."""
 
     def __init__(self, build: Callable[[ExporterState | None], Any]) -> None:
         self._build = build
         self._lock = threading.Lock()
+        # Concurrent first requests (two Prometheus servers) wait for one build, not make two.
+        self._building = threading.Lock()
         self._cache: dict[int, tuple[ExporterState | None, Any]] = {}
 
-    def get(self, state: ExporterState | None) -> Any:
+    def _cached(self, state: ExporterState | None) -> tuple[bool, Any]:
         with self._lock:
             hit = self._cache.get(id(state))
-        if hit is not None and hit[0] is state:
-            return hit[1]
-        value = self._build(state)  # outside the lock: a slow build never blocks other readers
-        with self._lock:
-            self._cache[id(state)] = (state, value)
-            while len(self._cache) > 2:
-                del self._cache[next(iter(self._cache))]
+        return (True, hit[1]) if hit is not None and hit[0] is state else (False, None)
+
+    def get(self, state: ExporterState | None) -> Any:
+        found, value = self._cached(state)
+        if found:
+            return value
+        with self._building:  # cached readers never wait for it
+            found, value = self._cached(state)
+            if found:
+                return value
+            value = self._build(state)
+            with self._lock:
+                self._cache[id(state)] = (state, value)
+                while len(self._cache) > 2:
+                    del self._cache[next(iter(self._cache))]
         return value
 
 
-def create_app(service: CollectionService, *, manage_service: bool = True) -> FastAPI:
-    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop."""
+def create_app(
+    service: CollectionService,
+    *,
+    manage_service: bool = True,
+    connect: Sequence[ConnectWatcher] = (),
+    source: SourceWatcher | None = None,
+    granularity: Granularity = DEFAULT,
+) -> FastAPI:
+    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop,
+    the Connect watchers (each polls its Connect cluster on its own thread) and the source watch.
+    /metrics serves the families at `granularity`; /api/v1/cluster always has full detail."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_service:
             service.start()
+            for watcher in connect:
+                watcher.start()
+            if source is not None:
+                source.start()
         try:
             yield
         finally:
             if manage_service:
+                for watcher in connect:
+                    watcher.stop()
+                if source is not None:
+                    source.stop()
                 service.stop()
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
-    exposition = _PerState(lambda s: render(s).encode("utf-8"))
+    exposition = _PerState(lambda s: render(s, granularity).encode("utf-8"))
     # The document without its closing brace, so that the probe section can follow.
     cluster = _PerState(lambda s: None if s is None else _json_bytes(api.state_json(s))[:-1])
 
-    def prepare(state: ExporterState) -> None:
-        """Runs on the collection thread, so that scrapes only copy bytes."""
-        exposition.get(state)
-        cluster.get(state)
-
-    service.add_listener(prepare)
+    connect_exposition = CachedExposition()
 
     @app.get("/metrics")
     def metrics() -> Response:
-        live = render_probe(service.probe).encode("utf-8")
-        return Response(exposition.get(service.state) + live, media_type=CONTENT_TYPE)
+        state = service.state
+        live = (render_probe(service.probe) + render_source(source, state)).encode("utf-8")
+        connect_text = connect_exposition.get([w.report for w in connect])
+        return Response(exposition.get(state) + live + connect_text, media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -95,8 +127,15 @@ def create_app(service: CollectionService, *, manage_service: bool = True) -> Fa
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
-        # {"probe": {...}} without its opening brace closes the cached document.
-        section = _json_bytes({api.PROBE_KEY: api.probe_json(service.probe)})[1:]
+        # {"source": ..., "probe": {...}, "connect": [...]} without its opening brace closes the
+        # cached document.
+        section = _json_bytes(
+            {
+                api.SOURCE_KEY: api.source_json(source, state),
+                api.PROBE_KEY: api.probe_json(service.probe),
+                api.CONNECT_KEY: connect_json([w.report for w in connect]),
+            }
+        )[1:]
         return Response(cluster.get(state) + b"," + section, media_type="application/json")
 
     @app.get("/", response_class=HTMLResponse)

@@ -11,10 +11,12 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
+from common.hes import Dsn, DsnError, parse_dsn
 from common.kafka_config import KafkaOptionError, merged
 from exporter.filters import Filters, NameFilter
+from exporter.granularity import DEFAULT, Granularity, Level, Replicas
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
 from exporter.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
@@ -22,14 +24,29 @@ from exporter.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudg
 PROG = "vigia-exporter"
 DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement
 PROBE_ENABLED_ENV = "VIGIA_PROBE_ENABLED"
+CONNECT_URLS_ENV = "VIGIA_CONNECT_URLS"
+DEFAULT_CONNECT_NAME = "connect"
+_CONNECT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 # Kafka's own rule for topic names (org.apache.kafka.common.internals.Topic).
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
+_Choice = TypeVar("_Choice", Level, Replicas)
 
 
 class ConfigError(ValueError):
     """Invalid configuration, described in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSettings:
+    """The HES leg: the source database (--hes-dsn) and the pipeline the hops are measured on."""
+
+    hes: Dsn | None = None
+    interval: float = 60.0
+    count_interval: float = 300.0
+    group: str = "vigia-ingest"
+    topic: str = "measure"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +62,17 @@ class ExporterConfig:
     lag_status_window: int
     probe: ProbeSettings
     record_budget: RecordBudget = field(default_factory=RecordBudget)
+    connect_urls: tuple[ConnectTarget, ...] = ()
+    source: SourceSettings = SourceSettings()
+    granularity: Granularity = DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectTarget:
+    """A Kafka Connect cluster to watch: `name` is the `connect` label of its series."""
+
+    name: str
+    url: str
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,12 +121,69 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         f"{DEFAULT_SECONDS:g}",
         "seconds one collection may spend reading record timestamps, within --collection-timeout",
     ),
+    "--topic-offsets-granularity": (
+        "VIGIA_EXPORTER_TOPIC_OFFSETS_GRANULARITY",
+        DEFAULT.topic_offsets,
+        "partition: kafka_topic_partition_current_offset and _oldest_offset per partition; "
+        "topic: none (per-topic families only)",
+    ),
+    "--partition-state-granularity": (
+        "VIGIA_EXPORTER_PARTITION_STATE_GRANULARITY",
+        DEFAULT.partition_state,
+        "partition: leader, replicas, ISR and health flags per partition "
+        "(kafka_topic_partition_*); topic: only their per-topic counts",
+    ),
+    "--group-offsets-granularity": (
+        "VIGIA_EXPORTER_GROUP_OFFSETS_GRANULARITY",
+        DEFAULT.group_offsets,
+        "partition: kafka_consumergroup_current_offset and _lag per partition; "
+        "topic: only their per-topic sums",
+    ),
+    "--group-lag-granularity": (
+        "VIGIA_EXPORTER_GROUP_LAG_GRANULARITY",
+        DEFAULT.group_lag,
+        "partition: kafka_consumergroup_lag_seconds and _partition_status per partition; "
+        "topic: only the per-topic maximum and status",
+    ),
+    "--replica-series": (
+        "VIGIA_EXPORTER_REPLICA_SERIES",
+        DEFAULT.replicas,
+        "kafka_partition_replica_* series: all replicas, out-of-sync (only replicas outside the "
+        "ISR) or off",
+    ),
     "--probe-topic": (
         "VIGIA_PROBE_TOPIC",
         DEFAULT_TOPIC,
         "topic of the end-to-end probe; created with one partition led by each broker",
     ),
     "--probe-interval": ("VIGIA_PROBE_INTERVAL", "5", "seconds between two probe rounds"),
+    "--hes-dsn": (
+        "VIGIA_HES_DSN",
+        None,
+        "watch the HES database, mysql://user:password@host:3306/hes with a read-only user "
+        "(SELECT on hes.*); unset: no source watch",
+    ),
+    "--hes-interval": (
+        "VIGIA_EXPORTER_HES_INTERVAL",
+        "60",
+        "seconds between two looks at the HES and the pipeline topic's newest records",
+    ),
+    "--hes-count-interval": (
+        "VIGIA_EXPORTER_HES_COUNT_INTERVAL",
+        "300",
+        "seconds between two counts of the open and last closed day's rows in the HES (an index "
+        "range scan as long as those days)",
+    ),
+    "--pipeline-group": (
+        "VIGIA_EXPORTER_PIPELINE_GROUP",
+        "vigia-ingest",
+        "the ingest job's consumer group, for the kafka_to_store hop",
+    ),
+    "--pipeline-topic": (
+        "VIGIA_EXPORTER_PIPELINE_TOPIC",
+        "measure",
+        "the topic the HES rows arrive on, for the hes_to_kafka hop",
+    ),
     "--probe-deadline": (
         "VIGIA_PROBE_DEADLINE",
         "10",
@@ -132,6 +217,15 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="extra librdkafka setting, repeatable (env VIGIA_KAFKA_OPTIONS, comma-separated)",
     )
+    parser.add_argument(
+        "--connect-url",
+        action="append",
+        default=[],
+        metavar="[NAME=]URL",
+        help=f"a Kafka Connect REST URL to watch, repeatable, one per Connect cluster; NAME is "
+        f"its `connect` label (default {DEFAULT_CONNECT_NAME!r}) (env {CONNECT_URLS_ENV}, "
+        "comma-separated; default none)",
+    )
     return parser
 
 
@@ -162,6 +256,26 @@ def parse_config(
         # Probe admin requests are bounded like the collection's.
         request_timeout_seconds=timeout,
     )
+    try:
+        hes = parse_dsn(args.hes_dsn) if args.hes_dsn else None
+    except DsnError as exc:
+        raise ConfigError(f"--hes-dsn: {exc}") from exc
+    source = SourceSettings(
+        hes=hes,
+        interval=_positive(args.hes_interval, "--hes-interval"),
+        count_interval=_positive(args.hes_count_interval, "--hes-count-interval"),
+        group=args.pipeline_group,
+        topic=args.pipeline_topic,
+    )
+    granularity = Granularity(
+        topic_offsets=_choice(Level, args.topic_offsets_granularity, "--topic-offsets-granularity"),
+        partition_state=_choice(
+            Level, args.partition_state_granularity, "--partition-state-granularity"
+        ),
+        group_offsets=_choice(Level, args.group_offsets_granularity, "--group-offsets-granularity"),
+        group_lag=_choice(Level, args.group_lag_granularity, "--group-lag-granularity"),
+        replicas=_choice(Replicas, args.replica_series, "--replica-series"),
+    )
     level = str(args.log_level).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"--log-level: unknown level {args.log_level!r}")
@@ -189,7 +303,33 @@ def parse_config(
             _int_at_least(args.lag_record_partitions, 0, "--lag-record-partitions"),
             _positive(args.lag_record_timeout, "--lag-record-timeout"),
         ),
+        connect_urls=_connect_targets(args.connect_url or _split(env.get(CONNECT_URLS_ENV, ""))),
+        source=source,
+        granularity=granularity,
     )
+
+
+def _split(raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _connect_targets(values: Sequence[str]) -> tuple[ConnectTarget, ...]:
+    targets: dict[str, ConnectTarget] = {}
+    for value in values:
+        name, sep, url = value.partition("=")
+        if not sep or "://" in name:
+            name, url = DEFAULT_CONNECT_NAME, value
+        name, url = name.strip(), url.strip()
+        if not _CONNECT_NAME.fullmatch(name):
+            raise ConfigError(f"--connect-url: {name!r} is not a name (A-Z a-z 0-9 _ . -)")
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"--connect-url: {url!r} is not an http:// or https:// URL")
+        if name in targets:
+            raise ConfigError(
+                f"--connect-url: two URLs named {name!r}; name them NAME=URL to watch several"
+            )
+        targets[name] = ConnectTarget(name, url)
+    return tuple(targets.values())
 
 
 def _regex(pattern: str | None, flag: str) -> re.Pattern[str] | None:
@@ -199,6 +339,14 @@ def _regex(pattern: str | None, flag: str) -> re.Pattern[str] | None:
         return re.compile(pattern)
     except re.error as exc:
         raise ConfigError(f"{flag}: invalid regular expression {pattern!r}: {exc}") from exc
+
+
+def _choice(kind: type[_Choice], raw: str, flag: str) -> _Choice:
+    try:
+        return kind(raw.strip().lower())
+    except ValueError:
+        allowed = ", ".join(member.value for member in kind)
+        raise ConfigError(f"{flag}: {raw!r} is not one of {allowed}") from None
 
 
 def _positive(raw: str, flag: str) -> float:

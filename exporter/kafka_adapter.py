@@ -32,6 +32,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # documented 
     OffsetSpec,
     ResourceType,
 )
+from confluent_kafka.cimpl import _AdminClientImpl
 
 # kafka-python is imported here, once, on the importing thread. Imported lazily inside the
 # functions below, which run concurrently on the collection pool, its package imports raced and
@@ -80,6 +81,7 @@ TOPIC_CONFIG_KEYS = (
     "segment.bytes",
 )
 T = TypeVar("T")
+OFFSETS_PER_CALL = 500
 PER_BROKER_RESERVE_SECONDS = 0.25
 # The capabilities served through kafka-python's client.
 LEGACY_CAPABILITIES = ("describe_cluster", "describe_quorum", "describe_log_dirs")
@@ -297,13 +299,15 @@ class KafkaAdapter:
                 continue
             partitions = tuple(
                 Partition(
-                    partition=p.id,
-                    leader=p.leader,
-                    replicas=tuple(p.replicas),
-                    isr=tuple(p.isrs),
+                    p.id,
+                    p.leader,
+                    tuple(p.replicas),
+                    tuple(p.isrs),
                     # confluent-kafka does not expose the field; a replica on a broker missing
                     # from metadata is what Kafka reports as offline in that case.
-                    offline_replicas=tuple(r for r in p.replicas if r not in live_brokers),
+                    ()
+                    if live_brokers.issuperset(p.replicas)
+                    else tuple(r for r in p.replicas if r not in live_brokers),
                 )
                 for _, p in sorted(meta.partitions.items())
             )
@@ -376,26 +380,41 @@ class KafkaAdapter:
             phases.timed("offsets", started)
             return {}
         results: dict[str, dict[tuple[str, int], int]] = {"earliest": {}, "latest": {}}
-        futures: dict[str, dict[Any, Future[Any]]] = {}
+        futures: dict[str, Future[Mapping[Any, Any]]] = {}  # "kind/chunk"
         failures: list[str] = []
         specs = {
             "earliest": OffsetSpec.earliest(),  # type: ignore[no-untyped-call]
             "latest": OffsetSpec.latest(),  # type: ignore[no-untyped-call]
         }
+        # librdkafka's ListOffsets costs more than linearly in the partitions of one call.
+        chunks = [tps[i : i + OFFSETS_PER_CALL] for i in range(0, len(tps), OFFSETS_PER_CALL)]
         for kind, spec in specs.items():
+            for n, chunk in enumerate(chunks):
+                try:
+                    futures[f"{kind}/{n}"] = _list_offsets(
+                        self._admin, chunk, spec, deadline.remaining()
+                    )
+                except Exception as exc:
+                    failures.append(f"{kind}: {error_text(exc)}")
+        wait(futures.values(), timeout=deadline.remaining())
+        answered = dict.fromkeys(specs, 0)
+        for key, future in futures.items():
+            kind = key.partition("/")[0]
             try:
-                futures[kind] = self._admin.list_offsets(
-                    {tp: spec for tp in tps}, request_timeout=deadline.remaining()
-                )
+                answers = future.result(timeout=0)
             except Exception as exc:
                 failures.append(f"{kind}: {error_text(exc)}")
-        wait([f for fs in futures.values() for f in fs.values()], timeout=deadline.remaining())
-        for kind, fs in futures.items():
-            for tp, future in fs.items():
-                try:
-                    results[kind][(tp.topic, tp.partition)] = future.result(timeout=0).offset
-                except Exception as exc:
-                    failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(exc)}")
+                continue
+            found = results[kind]
+            answered[kind] += len(answers)
+            for tp, answer in answers.items():
+                if isinstance(answer, BaseException | KafkaError):
+                    failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(answer)}")
+                else:
+                    found[(tp.topic, tp.partition)] = answer.offset
+        for kind, count in answered.items():
+            if count < len(tps):
+                failures.append(f"{kind}: {len(tps) - count} partitions not answered")
         if failures:
             phases.fail("offsets", _summary(failures, 2 * len(tps), "partition offsets"))
         phases.timed("offsets", started)
@@ -563,20 +582,52 @@ class KafkaAdapter:
         return tuple(results)
 
 
+def _list_offsets(
+    admin: Any, tps: list[TopicPartition], spec: OffsetSpec, timeout: float
+) -> Future[Mapping[TopicPartition, Any]]:
+    """One ListOffsets call for all partitions, answered by one future: partition -> result (with
+    `.offset`) or error.
+
+    `AdminClient.list_offsets` turns the request-level answer of its C base class into a future,
+    and so a `threading.Condition`, per partition (4,000 per collection at 2,000 partitions, most
+    of the offsets phase's CPU time); the base class's call answers the same mapping at once.
+    Any other admin (test doubles) goes through the public per-partition API.
+    """
+    if isinstance(admin, AdminClient):
+        future: Future[Mapping[TopicPartition, Any]] = Future()
+        future.set_running_or_notify_cancel()
+        value = spec._value  # the ListOffsets code AdminClient.list_offsets sends the same way
+        requests = [TopicPartition(tp.topic, tp.partition, value) for tp in tps]
+        _AdminClientImpl.list_offsets(admin, requests, future, request_timeout=timeout)
+        return future
+    per_partition = admin.list_offsets({tp: spec for tp in tps}, request_timeout=timeout)
+    combined: Future[Mapping[TopicPartition, Any]] = Future()
+    wait(per_partition.values(), timeout=timeout)
+    combined.set_result(
+        {
+            tp: f.exception(timeout=0) or f.result(timeout=0)
+            for tp, f in per_partition.items()
+            if f.done()
+        }
+    )
+    return combined
+
+
 def _with_configs_and_offsets(
     topic: Topic,
     configs: Mapping[str, Mapping[str, str]],
     offsets: Mapping[tuple[str, int], tuple[int | None, int | None]],
 ) -> Topic:
-    partitions = []
-    for p in topic.partitions:
-        earliest, latest = offsets.get((topic.name, p.partition), (None, None))
-        partitions.append(replace(p, earliest_offset=earliest, latest_offset=latest))
-    return replace(
-        topic,
-        configs=MappingProxyType(dict(configs.get(topic.name, {}))),
-        partitions=tuple(partitions),
+    none = (None, None)
+    name = topic.name
+    # Positional constructors: dataclasses.replace costs several times more, per partition.
+    partitions = tuple(
+        Partition(p.partition, p.leader, p.replicas, p.isr, p.offline_replicas, *found)
+        for p in topic.partitions
+        for found in (offsets.get((name, p.partition), none),)
     )
+    configs_of = MappingProxyType(dict(configs.get(name, {})))
+    return Topic(name, topic.internal, partitions, configs_of)
 
 
 def _result(

@@ -17,6 +17,7 @@ from typing import Any
 
 from exporter import api
 from exporter.collectors import exposition
+from exporter.granularity import DEFAULT, Granularity
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.snapshot import (
     CAPABILITIES,
@@ -61,17 +62,25 @@ def load_snapshot(path: str | Path) -> ClusterSnapshot:
 
 
 def replay(
-    paths: Iterable[str | Path], *, lag_status_window: int = DEFAULT_WINDOW_SIZE
+    paths: Iterable[str | Path],
+    *,
+    lag_status_window: int = DEFAULT_WINDOW_SIZE,
+    granularity: Granularity = DEFAULT,
 ) -> list[Replayed]:
     """Feed recordings, in the given order, to the exporter pipeline as successive collections
-    (with one history, as one exporter would; `lag_status_window` as --lag-status-window)."""
+    (with one history, as one exporter would; `lag_status_window` as --lag-status-window, the
+    exposition at `granularity`)."""
     results: list[Replayed] = []
     state: ExporterState | None = None
     history = History.create(lag_status_window)
     for path in paths:
         state = derive(state, load_snapshot(path), history)
         results.append(
-            Replayed(state.snapshot.collected_at, exposition(state), api.cluster_json(state))
+            Replayed(
+                state.snapshot.collected_at,
+                exposition(state, granularity=granularity),
+                api.cluster_json(state),
+            )
         )
     return results
 

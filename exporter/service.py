@@ -57,7 +57,6 @@ class CollectionService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._worker: threading.Thread | None = None
-        self._listeners: list[Callable[[ExporterState], None]] = []
         self._failures = 0  # consecutive collections that could not reach the cluster
         self._last_failed: frozenset[str] = frozenset()
         self._broker_up: Mapping[int, bool] = {}  # as last seen in metadata
@@ -66,11 +65,6 @@ class CollectionService:
     def state(self) -> ExporterState | None:
         """The last completed collection, or None before the first one."""
         return self._state
-
-    def add_listener(self, listener: Callable[[ExporterState], None]) -> None:
-        """Called on the collection thread with each new state before it is published, e.g. to
-        render /metrics once per collection instead of in a scrape."""
-        self._listeners.append(listener)
 
     def start(self) -> None:
         if self.probe is not None:
@@ -89,8 +83,6 @@ class CollectionService:
     def collect_once(self) -> ExporterState:
         snapshot = self._bounded_collect()
         state = derive(self._state, snapshot, self._history)
-        for listener in self._listeners:
-            listener(state)
         self._state = state
         self._report(snapshot)
         if state.broker_up:  # without metadata nothing is known about the brokers

@@ -3,6 +3,12 @@
 The JSON files are committed (Grafana provisions them as they are); this script is their source.
 Edit it, run `python grafana/generate_dashboards.py`, commit both. tests/monitoring checks that the
 committed JSON equals this script's output and runs every query against a real Prometheus.
+
+Grafana's typed builders (`grafana-foundation-sdk` 11.6 on PyPI) were tried for the HES board and
+not used: panel ids, refIds and the variable's query object come out empty or in another shape
+than these boards and their tests use (so a post-processing pass would be needed), the package is
+55,000 lines of generated code versioned with epochs (`1769699379!11.6.0`), and the board was not
+shorter than the `Panel`/`Row` dataclasses below.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ CG = 'cluster=~"$cluster", consumergroup=~"$group"'
 CGT = 'cluster=~"$cluster", consumergroup=~"$group", topic=~"$topic"'
 CQ = 'cluster=~"$cluster", query=~"$query"'
 INGEST_GROUP = 'cluster=~"$cluster", consumergroup="vigia-ingest"'
+CN = 'cluster=~"$cluster", connector=~"$connector"'
+DBZ = 'cluster=~"$cluster", context="streaming"'  # Debezium's series have `server`, no connector
 
 STATUS_MAPPINGS = [
     {
@@ -113,6 +121,18 @@ GROUP_VAR = Variable(
 QUERY_VAR = Variable(
     "query", "Streaming query", f"label_values(vigia_ingest_query_active{{{C}}}, query)"
 )
+CONNECTOR_VAR = Variable(
+    "connector", "Connector", f"label_values(kafka_connect_connector_state{{{C}}}, connector)"
+)
+UP_DOWN_MAPPINGS = [
+    {
+        "type": "value",
+        "options": {
+            "0": {"text": "DOWN", "color": "red", "index": 0},
+            "1": {"text": "UP", "color": "green", "index": 1},
+        },
+    }
+]
 
 
 def kafka_cluster_board() -> Board:
@@ -144,7 +164,7 @@ def kafka_cluster_board() -> Board:
             ),
             Panel(
                 "Offline partitions",
-                (q(f"sum(topic:kafka_topic_partition_offline:sum{{{C}}})", "offline"),),
+                (q(f"sum(topic:kafka_topic_offline_partitions:sum{{{C}}})", "offline"),),
                 kind="stat",
                 width=4,
                 height=4,
@@ -152,7 +172,12 @@ def kafka_cluster_board() -> Board:
             ),
             Panel(
                 "Under min ISR",
-                (q(f"sum(topic:kafka_topic_partition_under_min_isr:sum{{{C}}})", "under min ISR"),),
+                (
+                    q(
+                        f"sum(topic:kafka_topic_under_min_isr_partitions:sum{{{C}}})",
+                        "under min ISR",
+                    ),
+                ),
                 kind="stat",
                 width=4,
                 height=4,
@@ -162,7 +187,7 @@ def kafka_cluster_board() -> Board:
                 "Under-replicated",
                 (
                     q(
-                        f"sum(topic:kafka_topic_partition_under_replicated_partition:sum{{{C}}})",
+                        f"sum(topic:kafka_topic_under_replicated_partitions:sum{{{C}}})",
                         "URP",
                     ),
                 ),
@@ -175,7 +200,7 @@ def kafka_cluster_board() -> Board:
                 "Leaders not on preferred replica",
                 (
                     q(
-                        f"sum(cluster:kafka_topic_partition_leader_not_preferred:sum{{{C}}})",
+                        f"sum(cluster:kafka_topic_leader_not_preferred_partitions:sum{{{C}}})",
                         "not preferred",
                     ),
                 ),
@@ -262,14 +287,14 @@ def kafka_cluster_board() -> Board:
                 "URP, under min ISR and offline partitions by topic",
                 (
                     q(
-                        f"topic:kafka_topic_partition_under_replicated_partition:sum{{{CT}}}",
+                        f"topic:kafka_topic_under_replicated_partitions:sum{{{CT}}}",
                         "URP {{topic}}",
                     ),
                     q(
-                        f"topic:kafka_topic_partition_under_min_isr:sum{{{CT}}}",
+                        f"topic:kafka_topic_under_min_isr_partitions:sum{{{CT}}}",
                         "under min ISR {{topic}}",
                     ),
-                    q(f"topic:kafka_topic_partition_offline:sum{{{CT}}}", "offline {{topic}}"),
+                    q(f"topic:kafka_topic_offline_partitions:sum{{{CT}}}", "offline {{topic}}"),
                 ),
                 width=12,
             ),
@@ -287,7 +312,10 @@ def kafka_cluster_board() -> Board:
                 "Longest out-of-sync replica per broker",
                 (
                     q(
-                        f"max by (broker) (kafka_partition_replica_out_of_sync_seconds{{{CBT}}})",
+                        # Only out-of-sync replicas have series by default: 0 for the others.
+                        f"max by (broker) (kafka_partition_replica_out_of_sync_seconds{{{CBT}}}) "
+                        "or on (broker) 0 * max by (broker) "
+                        f"(kafka_broker_leader_partitions{{{CB}}})",
                         "broker {{broker}}",
                     ),
                 ),
@@ -657,12 +685,12 @@ def topics_board() -> Board:
                 width=12,
             ),
             Panel(
-                "Largest partitions (leader replica)",
+                "Average partition size (leader replicas)",
                 (
                     q(
-                        "topk(10, max by (topic, partition) "
-                        f"(kafka_partition_replica_size_bytes{{{CBT}}}))",
-                        "{{topic}}-{{partition}}",
+                        f"topk(10, max by (topic) (kafka_topic_leader_size_bytes{{{CT}}}) "
+                        f"/ max by (topic) (kafka_topic_partitions{{{CT}}}))",
+                        "{{topic}}",
                     ),
                 ),
                 unit="bytes",
@@ -696,7 +724,7 @@ def topics_board() -> Board:
                 "Replication factor per topic",
                 (
                     q(
-                        f"max by (topic) (kafka_topic_partition_replicas{{{CT}}})",
+                        f"max by (topic) (kafka_topic_replication_factor{{{CT}}})",
                         "{{topic}}",
                         instant=True,
                     ),
@@ -705,10 +733,10 @@ def topics_board() -> Board:
                 width=8,
             ),
             Panel(
-                "Partition leaders",
+                "Partitions led per topic and broker",
                 (
                     q(
-                        f"max by (topic, partition) (kafka_topic_partition_leader{{{CT}}})",
+                        f"max by (topic, broker) (kafka_topic_broker_leader_partitions{{{CBT}}})",
                         instant=True,
                     ),
                 ),
@@ -796,12 +824,15 @@ def consumers_board() -> Board:
                 width=8,
             ),
             Panel(
-                "Lag per partition (seconds)",
+                # Per partition with --group-lag-granularity=partition, else per topic.
+                "Lag per partition or topic (seconds)",
                 (
                     q(
                         "max by (consumergroup, topic, partition) "
-                        f"(kafka_consumergroup_lag_seconds{{{CGT}}})",
-                        "{{consumergroup}} {{topic}}-{{partition}}",
+                        f"(kafka_consumergroup_lag_seconds{{{CGT}}}) or on (consumergroup, topic) "
+                        "max by (consumergroup, topic) "
+                        f"(kafka_consumergroup_max_lag_seconds{{{CGT}}})",
+                        "{{consumergroup}} {{topic}} {{partition}}",
                     ),
                 ),
                 unit="s",
@@ -837,11 +868,14 @@ def consumers_board() -> Board:
                 thresholds=((2, "yellow"), (3, "red")),
             ),
             Panel(
-                "Partition status",
+                # Per partition with --group-lag-granularity=partition, else per topic.
+                "Partition or topic status",
                 (
                     q(
                         "max by (consumergroup, topic, partition) "
-                        f"(kafka_consumergroup_partition_status{{{CGT}}})",
+                        f"(kafka_consumergroup_partition_status{{{CGT}}}) or on (consumergroup, "
+                        "topic) max by (consumergroup, topic) "
+                        f"(kafka_consumergroup_topic_status{{{CGT}}})",
                         instant=True,
                     ),
                 ),
@@ -1204,7 +1238,229 @@ def capacity_board() -> Board:
     )
 
 
-BOARDS = (kafka_cluster_board, topics_board, consumers_board, ingest_board, capacity_board)
+def hes_board() -> Board:
+    """The HES leg: HES database → Kafka Connect (Debezium) → Kafka → ingest, hop by hop."""
+    hops = Row(
+        "Hops: HES → Connect → Kafka → store",
+        (
+            Panel(
+                "HES database",
+                (q(f"max(vigia_hes_up{{{C}}})", "HES"),),
+                kind="stat",
+                width=4,
+                height=4,
+                mappings=UP_DOWN_MAPPINGS,
+                description="Whether the exporter could read the HES (`--hes-dsn`).",
+            ),
+            Panel(
+                "HES newest row age",
+                (q(f"time() - max(vigia_hes_newest_row_timestamp_seconds{{{C}}})", "age"),),
+                kind="stat",
+                unit="s",
+                width=4,
+                height=4,
+                thresholds=((1800, "orange"), (2700, "red")),
+            ),
+            Panel(
+                "Connect workers",
+                (q(f"min by (connect) (kafka_connect_worker_up{{{C}}})", "{{connect}}"),),
+                kind="stat",
+                width=4,
+                height=4,
+                mappings=UP_DOWN_MAPPINGS,
+            ),
+            Panel(
+                "Failed tasks",
+                (q(f'sum(kafka_connect_task_state{{{CN}, state="FAILED"}})', "failed"),),
+                kind="stat",
+                width=4,
+                height=4,
+                thresholds=((1, "red"),),
+                description="A failed task stays failed until restarted through REST.",
+            ),
+            Panel(
+                "HES → Kafka",
+                (q(f'max(vigia_pipeline_hop_lag_seconds{{{C}, hop="hes_to_kafka"}})', "behind"),),
+                kind="stat",
+                unit="s",
+                width=4,
+                height=4,
+                thresholds=((300, "orange"), (900, "red")),
+            ),
+            Panel(
+                "Kafka → store",
+                (
+                    q(
+                        f'max(vigia_pipeline_hop_lag_seconds{{{C}, hop="kafka_to_store"}})',
+                        "behind",
+                    ),
+                ),
+                kind="stat",
+                unit="s",
+                width=4,
+                height=4,
+                thresholds=((900, "orange"), (3600, "red")),
+            ),
+            Panel(
+                "How far each hop is behind the one before",
+                (q(f"max by (hop) (vigia_pipeline_hop_lag_seconds{{{C}}})", "{{hop}}"),),
+                unit="s",
+                width=12,
+            ),
+            Panel(
+                "Rows per day: HES and stored",
+                (
+                    q(f"max by (measure_date) (vigia_hes_day_rows{{{C}}})", "HES {{measure_date}}"),
+                    q(
+                        f"max by (measure_date) (vigia_ingest_day_measures{{{C}}})",
+                        "stored {{measure_date}}",
+                    ),
+                ),
+                width=12,
+                description="A closed day is complete when both lines meet (HesDayIncomplete).",
+            ),
+        ),
+    )
+    connect = Row(
+        "Kafka Connect",
+        (
+            Panel(
+                "Task states",
+                (
+                    q(
+                        f"max by (connect, connector, task, state) "
+                        f"(kafka_connect_task_state{{{CN}}}) == 1",
+                        instant=True,
+                    ),
+                ),
+                kind="table",
+                width=12,
+                description="Current state of every task (REST, through the exporter).",
+            ),
+            Panel(
+                "Task restarts seen (1h)",
+                (
+                    q(
+                        f"sum by (connector, task) "
+                        f"(increase(kafka_connect_task_restarts_seen_total{{{CN}}}[1h]))",
+                        "{{connector}}/{{task}}",
+                    ),
+                ),
+                width=12,
+            ),
+            Panel(
+                "Records polled and written per second",
+                (
+                    q(
+                        "sum by (connector) (rate("
+                        f"kafka_connect_source_task_source_record_poll_total{{{CN}}}"
+                        "[$__rate_interval]))",
+                        "polled {{connector}}",
+                    ),
+                    q(
+                        "sum by (connector) (rate("
+                        f"kafka_connect_source_task_source_record_write_total{{{CN}}}"
+                        "[$__rate_interval]))",
+                        "written {{connector}}",
+                    ),
+                ),
+                unit="ops",
+                width=12,
+                description="Counters restart at every task restart; rate() ignores the drop.",
+            ),
+            Panel(
+                "Offset commit failures",
+                (
+                    q(
+                        "max by (connector, task) "
+                        f"(kafka_connect_task_offset_commit_failure_percentage{{{CN}}})",
+                        "{{connector}}/{{task}}",
+                    ),
+                ),
+                unit="percentunit",
+                width=12,
+            ),
+        ),
+    )
+    debezium = Row(
+        "Debezium (the worker's JMX agent)",
+        (
+            Panel(
+                "Connected to the HES binlog",
+                (q(f"max by (server) (debezium_mysql_connected{{{DBZ}}})", "{{server}}"),),
+                width=8,
+                mappings=UP_DOWN_MAPPINGS,
+                description="No line at all while the task is FAILED: its metrics disappear.",
+            ),
+            Panel(
+                "Time behind source",
+                (
+                    q(
+                        f"max by (server) (debezium_mysql_milli_seconds_behind_source{{{DBZ}}}) "
+                        "/ 1000",
+                        "{{server}}",
+                    ),
+                ),
+                unit="s",
+                width=8,
+                description="Frozen at its last value while disconnected.",
+            ),
+            Panel(
+                "Time since last event",
+                (
+                    q(
+                        "max by (server) "
+                        f"(debezium_mysql_milli_seconds_since_last_event{{{DBZ}}}) / 1000",
+                        "{{server}}",
+                    ),
+                ),
+                unit="s",
+                width=8,
+            ),
+            Panel(
+                "Rows streamed per second",
+                (
+                    q(
+                        "sum by (server) (rate(debezium_mysql_total_number_of_create_events_seen"
+                        f"{{{DBZ}}}[$__rate_interval]))",
+                        "{{server}}",
+                    ),
+                ),
+                unit="ops",
+                width=12,
+                description="Create events: rows. Debezium's events-seen counts binlog events.",
+            ),
+            Panel(
+                "HES database load (mysqld_exporter)",
+                (
+                    q(
+                        f"sum(rate(mysql_global_status_queries{{{C}}}[$__rate_interval]))",
+                        "queries/s",
+                    ),
+                    q(f"max(mysql_global_status_threads_connected{{{C}}})", "connections"),
+                ),
+                width=12,
+                description="CDC reads the binlog: it adds one connection, not polling queries.",
+            ),
+        ),
+    )
+    return Board(
+        uid="vigia-hes",
+        title="Vigía / HES leg",
+        description="HES database, Kafka Connect and Debezium feeding measure, hop by hop.",
+        variables=(CLUSTER_VAR, CONNECTOR_VAR),
+        rows=(hops, connect, debezium),
+    )
+
+
+BOARDS = (
+    kafka_cluster_board,
+    topics_board,
+    consumers_board,
+    ingest_board,
+    capacity_board,
+    hes_board,
+)
 
 
 def _thresholds(steps: tuple[tuple[float, str], ...]) -> dict[str, Any]:

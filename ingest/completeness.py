@@ -4,11 +4,16 @@ The stored layout is the job's Parquet output, partitioned by measure date
 (``<output>/measure_date=YYYY-MM-DD/…``); the meter list comes from the simulator's manifest or from
 a meters file (one id per line, blank lines and ``#`` comments ignored).
 
+With ``--hes-dsn`` the expected keys are the source's instead: every (meter, period, magnitude) the
+HES database holds for the day (`against_source`), so a row the HES has and the store lacks is
+found whatever lost it (a connector that skipped binlog events, a dropped message).
+
 Entry point for ``vigia-ingest completeness`` (ingest/cli.py)::
 
     add_completeness_arguments(parser: argparse.ArgumentParser) -> None
-        # --date (required), --output, --manifest | --meters-file, --sample-size (20)
-        # defaults from VIGIA_INGEST_OUTPUT, VIGIA_INGEST_MANIFEST, VIGIA_INGEST_METERS_FILE
+        # --date (required), --output, --manifest | --meters-file | --hes-dsn, --sample-size (20)
+        # defaults from VIGIA_INGEST_OUTPUT, VIGIA_INGEST_MANIFEST, VIGIA_INGEST_METERS_FILE,
+        # VIGIA_HES_DSN
     main_completeness(args: argparse.Namespace, spark: SparkSession | None = None) -> int
         # writes the report as one JSON object on stdout, logs a summary line;
         # exit 0 complete (nothing missing, no duplicates), 1 incomplete, 2 invalid input
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -84,6 +90,9 @@ class CompletenessReport:
     unexpected: int
     """Distinct stored keys outside the expected set (unknown meter or magnitude)."""
     missing_sample: tuple[MeasureKey, ...] = field(default=())
+    expected_from: str = "meters"
+    """What says which keys a day should hold: "meters" (every meter × 96 × magnitudes, from a
+    manifest or a meters file) or "hes" (the keys the HES database holds for the day)."""
 
     @property
     def complete(self) -> bool:
@@ -248,6 +257,55 @@ def read_stored_day(
         keys.unpersist()
 
 
+_KEY_COLUMNS: Final = ["meter", "period", "magnitude"]
+
+
+def against_source(
+    spark: SparkSession,
+    output: str,
+    measure_date: dt.date,
+    source_keys: pa.Table,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+) -> CompletenessReport:
+    """The stored day against the keys the HES holds for it (`ingest.hes_source.day_keys`):
+    missing = in the HES, not stored; unexpected = stored, not in the HES. Aggregated in Spark;
+    only totals and the sample come back to the driver."""
+    source = spark.createDataFrame(source_keys)
+    stored = (
+        spark.read.schema("meter string, period int, magnitude string, measure_date date")
+        .parquet(output)
+        .where(F.col("measure_date") == F.lit(measure_date))
+        .groupBy(*_KEY_COLUMNS)
+        .agg(F.count(F.lit(1)).alias("rows"))
+        .cache()
+    )
+    try:
+        totals = stored.agg(
+            F.coalesce(F.sum("rows"), F.lit(0)).alias("rows"), F.count(F.lit(1)).alias("distinct")
+        ).first()
+        assert totals is not None  # a global aggregate always has one row
+        missing = source.join(stored, _KEY_COLUMNS, "left_anti")
+        sample = missing.orderBy(*_KEY_COLUMNS).limit(sample_size).collect() if sample_size else []
+        report = CompletenessReport(
+            measure_date=measure_date,
+            meters=len(pc.unique(source_keys["meter"])),
+            magnitudes=tuple(sorted(pc.unique(source_keys["magnitude"]).to_pylist())),
+            expected=source_keys.num_rows,
+            stored_rows=int(totals["rows"]),
+            distinct_stored=int(totals["distinct"]),
+            missing=missing.count(),
+            duplicates=int(totals["rows"]) - int(totals["distinct"]),
+            unexpected=stored.join(source, _KEY_COLUMNS, "left_anti").count(),
+            missing_sample=tuple(
+                MeasureKey(r["meter"], measure_date, r["period"], r["magnitude"]) for r in sample
+            ),
+            expected_from="hes",
+        )
+    finally:
+        stored.unpersist()
+    return report
+
+
 def completeness_report(
     spark: SparkSession,
     output: str,
@@ -305,12 +363,33 @@ def add_completeness_arguments(parser: argparse.ArgumentParser) -> None:
         default=env("VIGIA_INGEST_METERS_FILE"),
         help="file with one meter id per line (env VIGIA_INGEST_METERS_FILE)",
     )
+    meters.add_argument(
+        "--hes-dsn",
+        default=env("VIGIA_HES_DSN"),
+        help="compare with the keys the HES database holds for the day instead of a meter list: "
+        "mysql://user:password@host:3306/hes, a read-only user (env VIGIA_HES_DSN)",
+    )
     parser.add_argument(
         "--sample-size",
         type=int,
         default=DEFAULT_SAMPLE_SIZE,
         help=f"missing measures listed in the report (default {DEFAULT_SAMPLE_SIZE})",
     )
+
+
+def _source_keys(hes_dsn: str, measure_date: dt.date) -> pa.Table:
+    from common.hes import DsnError, parse_dsn
+    from ingest.hes_source import HesReadError, day_keys
+
+    try:
+        dsn = parse_dsn(hes_dsn)
+        keys = day_keys(dsn, measure_date)
+    except DsnError as exc:
+        raise InputError(f"--hes-dsn: {exc}") from exc
+    except HesReadError as exc:
+        raise InputError(str(exc)) from exc
+    log.info("the HES holds %d keys for %s (%s)", keys.num_rows, measure_date, dsn.redacted())
+    return keys
 
 
 def main_completeness(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
@@ -325,8 +404,14 @@ def main_completeness(args: argparse.Namespace, spark: SparkSession | None = Non
         log.error("--output (or VIGIA_INGEST_OUTPUT) is required")
         return EXIT_INVALID
     sample_size = int(getattr(args, "sample_size", DEFAULT_SAMPLE_SIZE))
+    hes_dsn = getattr(args, "hes_dsn", None)
+    source_keys: pa.Table | None = None
+    meters: list[str] = []
     try:
-        meters = load_meters(args.manifest, args.meters_file)
+        if hes_dsn:
+            source_keys = _source_keys(hes_dsn, measure_date)
+        else:
+            meters = load_meters(args.manifest, args.meters_file)
     except InputError as exc:
         log.error("%s", exc)
         return EXIT_INVALID
@@ -334,9 +419,12 @@ def main_completeness(args: argparse.Namespace, spark: SparkSession | None = Non
     own_session = spark is None
     session = spark or SparkSession.builder.appName("vigia-completeness").getOrCreate()
     try:
-        report = completeness_report(
-            session, args.output, measure_date, meters, sample_size=sample_size
-        )
+        if source_keys is not None:
+            report = against_source(session, args.output, measure_date, source_keys, sample_size)
+        else:
+            report = completeness_report(
+                session, args.output, measure_date, meters, sample_size=sample_size
+            )
     except AnalysisException as exc:
         log.error("cannot read %s: %s", args.output, str(exc).splitlines()[0])
         return EXIT_INVALID

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from common import kafka_config
+from common.hes import DsnError, parse_dsn
 from ingest.kafka_source.offsets import OffsetSpecError, StartingOffsets
 
 SOURCES: Final = ("python-kafka", "spark-kafka")
@@ -53,6 +54,9 @@ class IngestConfig:
     log_level: str = "INFO"
     # Meters the HES reports for: with it, each closed day's completeness ratio is served.
     expected_meters: int | None = None
+    # The HES database (read-only user): closed days' completeness against its row counts.
+    hes_dsn: str | None = None
+    hes_interval: float = 300.0
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -101,6 +105,15 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
         "VIGIA_INGEST_EXPECTED_METERS",
         "meters the HES reports for; with it /metrics serves each closed day's completeness "
         "ratio (stored ÷ meters × 96 × magnitudes)",
+    ),
+    "hes_dsn": (
+        "VIGIA_HES_DSN",
+        "HES database, mysql://user:password@host:3306/hes (read-only user); with it each closed "
+        "day's completeness ratio is stored ÷ the HES's rows for that day",
+    ),
+    "hes_interval": (
+        "VIGIA_INGEST_HES_INTERVAL",
+        "time between two counts of the closed days' rows in the HES, seconds or a duration",
     ),
 }
 
@@ -217,6 +230,17 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
             raise ConfigError(f"expected meters {text!r} is not a positive integer")
         expected_meters = int(text)
 
+    hes_interval = defaults.hes_interval
+    if "hes_interval" in raw:
+        hes_interval = parse_duration(raw["hes_interval"], "HES interval")
+    if hes_interval <= 0:
+        raise ConfigError(f"HES interval must be positive, got {hes_interval:g} s")
+    if "hes_dsn" in raw:
+        try:
+            parse_dsn(raw["hes_dsn"])
+        except DsnError as exc:
+            raise ConfigError(f"--hes-dsn: {exc}") from None
+
     port_text = raw.get("metrics_port", str(defaults.metrics_port))
     if not port_text.isdigit() or not 0 <= int(port_text) < 65536:
         raise ConfigError(f"metrics port {port_text!r} is not a TCP port (0-65535)")
@@ -262,6 +286,8 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         spark_master=raw.get("spark_master"),
         log_level=level,
         expected_meters=expected_meters,
+        hes_dsn=raw.get("hes_dsn"),
+        hes_interval=hes_interval,
     )
 
 

@@ -28,6 +28,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any, Final
@@ -40,8 +41,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
+from common.hes import parse_dsn
 from ingest import transform
 from ingest.config import IngestConfig
+from ingest.hes_source import DayRowsRefresher
 from ingest.kafka_source import SOURCE_NAME, register
 from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
 from ingest.metrics import (
@@ -54,7 +57,7 @@ from ingest.metrics import (
     utc_today,
 )
 from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
-from ingest.sinks import ExactlyOnceSink, Output, SinkError
+from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +253,24 @@ def stored_day_counts(
     return {row["measure_date"]: int(row["count"]) for row in rows}
 
 
+RUNNING_SINCE_FILE: Final = "vigia-running-since"
+
+
+def running_since(fs: HadoopFs, checkpoint: str, now: Callable[[], float] = time.time) -> float:
+    """When the job first ran with this checkpoint: read from it, or now, written there on the
+    first start. A restart keeps judging the days it was running through before."""
+    path = checkpoint.rstrip("/") + "/" + RUNNING_SINCE_FILE
+    text = fs.read_text(path)
+    if text is not None:
+        try:
+            return float(text.strip())
+        except ValueError:
+            log.warning("%s holds %r, not a timestamp: starting over from now", path, text)
+    since = now()
+    fs.write_text(path, f"{since:.3f}\n")
+    return since
+
+
 def failure_sentence(exc: BaseException) -> str:
     """The one sentence to print for a failed query: ours when the source or the sink raised it
     (Spark wraps it, traceback and all, in its own error)."""
@@ -323,6 +344,7 @@ class IngestJob:
                 (self.config.checkpoint, "checkpoint"),
             ):
                 sink.fs.check_writable(path, what)
+            self.metrics.running_since(running_since(sink.fs, self.config.checkpoint))
             self.metrics.seed_days(stored_day_counts(self.spark, sink, self.config.output))
             self._stream(sink)
         except StreamingQueryException as exc:
@@ -398,6 +420,26 @@ def serve_metrics(config: IngestConfig, metrics: IngestMetrics) -> WSGIServer | 
     return server
 
 
+def _source_counts(config: IngestConfig, metrics: IngestMetrics) -> DayRowsRefresher | None:
+    """With --hes-dsn, the closed days' rows in the HES, counted on their own thread."""
+    if not config.hes_dsn:
+        return None
+    dsn = parse_dsn(config.hes_dsn)
+    log.info(
+        "completeness against the HES at %s, counted every %g s",
+        dsn.redacted(),
+        config.hes_interval,
+    )
+    refresher = DayRowsRefresher(
+        dsn,
+        lambda: day_window(utc_today())[:-1],
+        metrics.source_day_rows,
+        config.hes_interval,
+    )
+    refresher.start()
+    return refresher
+
+
 def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure.
     A given ``spark`` session is used and left running; otherwise one is built and stopped."""
@@ -417,6 +459,7 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
         admin.close()
         log.error("%s", exc)
         return EXIT_FAILED
+    counts = _source_counts(config, metrics)
     own_session = spark is None
     session = spark if spark is not None else build_spark(config)
     job = IngestJob(session, config, metrics, admin)
@@ -436,3 +479,5 @@ def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
             session.stop()
         if server is not None:
             server.shutdown()
+        if counts is not None:
+            counts.stop()

@@ -131,6 +131,17 @@ def expected_measures_per_day(meters: int | None) -> int | None:
     return None if meters is None else meters * PERIODS_PER_DAY * len(MAGNITUDES)
 
 
+def judged_days(today: dt.date, running_since: float) -> list[dt.date]:
+    """Closed days of the window the job was running through, whose completeness is judged.
+
+    A day the job started during (or after) is not: a brand-new install never saw yesterday, and
+    a day it joined halfway may only be partly in Kafka's retention. A day with nothing stored
+    that the job ran through counts, as 0."""
+    start = dt.datetime.fromtimestamp(running_since, dt.UTC)
+    first = start.date() if start.time() == dt.time(0) else start.date() + dt.timedelta(days=1)
+    return [day for day in day_window(today)[:-1] if day >= first]
+
+
 def utc_today(clock: Callable[[], float] = time.time) -> dt.date:
     return dt.datetime.fromtimestamp(clock(), dt.UTC).date()
 
@@ -165,7 +176,9 @@ class IngestMetrics(Collector):
         self._buckets = [0] * (len(BATCH_DURATION_BUCKETS) + 1)
         self._duration_sum = 0.0
         self._days: dict[dt.date, int] = {}
+        self._source_days: dict[dt.date, int] = {}
         self._seen_batches: set[int] = set()
+        self._running_since: float | None = None
 
     # -- feeds -------------------------------------------------------------------------------
     def query_started(self) -> None:
@@ -212,6 +225,18 @@ class IngestMetrics(Collector):
             self._duplicate_rows += written.duplicate_rows
             for day, rows in written.rows_by_date.items():
                 self._days[day] = self._days.get(day, 0) + rows
+
+    def source_day_rows(self, rows: Mapping[dt.date, int]) -> None:
+        """Rows the HES holds per closed day (`ingest.hes_source.DayRowsRefresher`): with them, a
+        day's completeness is judged against the source instead of meters × 96 × magnitudes."""
+        with self._lock:
+            self._source_days = dict(rows)
+
+    def running_since(self, timestamp: float) -> None:
+        """When the job first ran against its checkpoint (kept across restarts): days are judged
+        complete or not only from the first one it was running through."""
+        with self._lock:
+            self._running_since = timestamp
 
     def seed_days(self, stored: Mapping[dt.date, int]) -> None:
         """Rows already in storage per date, read when the job starts."""
@@ -330,20 +355,21 @@ class IngestMetrics(Collector):
         yield days
         ratio = GaugeMetricFamily(
             "vigia_ingest_day_completeness_ratio",
-            "Rows stored ÷ measures expected (meters × 96 × magnitudes), for closed days of the "
-            f"last {DAY_WINDOW} (UTC) from the first day with stored rows (always yesterday); "
-            "served only when the job knows the meter count (--expected-meters).",
+            "Rows stored ÷ measures expected, for closed days of the last "
+            f"{DAY_WINDOW} (UTC) the job was running through (from their first second): "
+            "expected = the HES's rows for the day with --hes-dsn (days the HES holds rows for), "
+            "else meters × 96 × magnitudes with --expected-meters; no sample without either.",
             labels=["query", "measure_date"],
         )
-        if self._expected_per_day:
-            closed = day_window(today)[:-1]
-            # Days before the first stored one predate the pipeline: not "incomplete". Yesterday
-            # always counts, so a day with nothing stored at all still shows as 0.
-            first = min((d for d in closed if self._days.get(d)), default=closed[-1])
-            for day in closed:
-                if day >= first:
-                    stored = self._days.get(day, 0)
-                    ratio.add_metric([self.query, day.isoformat()], stored / self._expected_per_day)
+        judged = [] if self._running_since is None else judged_days(today, self._running_since)
+        for day in judged:
+            stored = self._days.get(day, 0)
+            if self._source_days:
+                expected = self._source_days.get(day, 0)
+                if expected > 0:
+                    ratio.add_metric([self.query, day.isoformat()], stored / expected)
+            elif self._expected_per_day:
+                ratio.add_metric([self.query, day.isoformat()], stored / self._expected_per_day)
         yield ratio
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -10,14 +11,14 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from common.logs import setup_logging
-from launcher import plan
+from launcher import demo, plan
 from launcher.prometheus_config import localize
 from launcher.supervisor import run
 
@@ -67,7 +68,16 @@ exit status:
   2 for invalid configuration (one line says why); 130 after Ctrl-C, 143 after SIGTERM;
   otherwise the exit code of the first process that stopped.
 
+demo (`make demo`):
+  --demo runs everything on this machine without Kafka: librdkafka's mock cluster (3 brokers, in
+  a small process of its own), the simulator with a periodic HES outage, the ingest job into
+  var/demo, the exporter, Prometheus with a demo alert on the outage, Alertmanager and a webhook
+  receiver that logs every notification (logs/receiver.log), and the Dash app marked "demo".
+  Missing Java 17, Prometheus or Alertmanager is reported with the apt command that installs it;
+  the demo runs without what is missing.
+
 examples:
+  vigia-stack --demo
   vigia-stack --bootstrap-servers broker1:9092,broker2:9092
   vigia-stack --bootstrap-servers localhost:19092 --with simulator
   vigia-stack --bootstrap-servers broker1:9092 --only exporter,prometheus \\
@@ -126,6 +136,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for dest, env in LIST_ENV.items():
         if not getattr(args, dest):
             setattr(args, dest, _list(_env(env)))
+    if args.run_dir is None:
+        args.run_dir = Path("var/demo" if args.demo else "var/vigia-stack")
     return args
 
 
@@ -135,6 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        default=_env("VIGIA_STACK_DEMO").lower() in ("1", "true", "yes"),
+        help="run the whole product on this machine against an embedded mock Kafka cluster "
+        "(env VIGIA_STACK_DEMO=true; run directory var/demo unless --run-dir is given)",
     )
     kafka = p.add_argument_group("Kafka")
     kafka.add_argument(
@@ -198,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("dashboard", "VIGIA_DASHBOARD_PORT", 8050),
         ("prometheus", "VIGIA_STACK_PROMETHEUS_PORT", 9090),
         ("alertmanager", "VIGIA_STACK_ALERTMANAGER_PORT", 9093),
+        ("receiver", "VIGIA_STACK_RECEIVER_PORT", 9097),
     ):
         net.add_argument(
             f"--{component}-port",
@@ -211,9 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument(
         "--run-dir",
         type=Path,
-        default=Path(_env("VIGIA_STACK_RUN_DIR", "var/vigia-stack")),
+        default=Path(_env("VIGIA_STACK_RUN_DIR")) if _env("VIGIA_STACK_RUN_DIR") else None,
         help="logs, data, checkpoints and generated config (env VIGIA_STACK_RUN_DIR; "
-        "default %(default)s)",
+        "default var/vigia-stack, var/demo with --demo)",
     )
     files.add_argument(
         "--config-dir",
@@ -267,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _settings(args: argparse.Namespace) -> plan.Settings:
+def _settings(args: argparse.Namespace, traffic: plan.DemoTraffic | None = None) -> plan.Settings:
     run_dir: Path = args.run_dir.resolve()
     return plan.Settings(
         bootstrap_servers=args.bootstrap_servers.strip(),
@@ -280,18 +300,32 @@ def _settings(args: argparse.Namespace) -> plan.Settings:
             dashboard=args.dashboard_port,
             prometheus=args.prometheus_port,
             alertmanager=args.alertmanager_port,
+            receiver=args.receiver_port,
         ),
         run_dir=run_dir,
         prometheus_config=run_dir / "prometheus" / "prometheus.yml",
         alertmanager_config=run_dir / "alertmanager" / "alertmanager.yml",
         prometheus_binary=args.prometheus_binary,
         alertmanager_binary=args.alertmanager_binary,
+        demo=traffic,
     )
 
 
 def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
     only, without, with_ = (plan.parse_names(v) for v in (args.only, args.without, args.with_))
-    chosen = plan.choose(only, without, with_)
+    defaults = plan.DEMO_COMPONENTS if args.demo else plan.DEFAULT_COMPONENTS
+    chosen = plan.choose(only, without, with_, defaults)
+    if args.demo:
+        missing = demo.missing_packages(settings)
+        if missing:
+            log.warning(
+                "not installed: %s; `sudo apt-get install -y %s` adds it; the demo goes on "
+                "without %s",
+                ", ".join(missing),
+                " ".join(missing),
+                ", ".join(c for c in chosen if c not in demo.runnable(chosen, missing)),
+            )
+        chosen = demo.runnable(chosen, missing)
     explicit = set(only) | set(with_)
     needs = {
         "prometheus": (settings.prometheus_binary, ["prometheus.yml"]),
@@ -373,7 +407,14 @@ def _write_prometheus_config(
         ),
         target_dir=out_dir / "targets",
         read_target_file=_read_target_file,
+        external_labels=(
+            {demo.CONSOLE_LABEL: plan.url(settings, "dashboard")}
+            if "dashboard" in components
+            else {}
+        ),
     )
+    if settings.demo is not None:
+        local.config["rule_files"].append(str(demo.RULES))
     (out_dir / "targets").mkdir(parents=True, exist_ok=True)
     for name, groups in local.target_files.items():
         (out_dir / "targets" / name).write_text(json.dumps(groups, indent=2) + "\n")
@@ -393,6 +434,8 @@ def _write_alertmanager_config(args: argparse.Namespace, settings: plan.Settings
     env = dict(os.environ)
     for receiver in ("pager", "ticket"):
         path = getattr(args, f"alertmanager_{receiver}_url_file")
+        if not path and settings.demo is not None:
+            path = demo.write_receiver_url(settings, receiver)
         env_name = f"VIGIA_ALERTMANAGER_{receiver.upper()}_URL_FILE"
         if path:
             env[env_name] = str(Path(path).resolve())
@@ -432,8 +475,35 @@ def _prepare_run_dir(
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log_level)
+    if not args.demo:
+        return _start(args)
+    if args.bootstrap_servers.strip():
+        log.warning("--demo runs its own Kafka cluster: ignoring %s", args.bootstrap_servers)
+    with _mock_cluster(args.run_dir.resolve(), args.dry_run) as bootstrap:
+        if bootstrap is None:
+            return 1
+        args.bootstrap_servers = bootstrap
+        return _start(args, demo.traffic())
+
+
+@contextlib.contextmanager
+def _mock_cluster(run_dir: Path, dry_run: bool) -> Iterator[str | None]:
+    """The demo's Kafka cluster, hosted by a child process for as long as the stack runs."""
+    if dry_run:
+        yield "mock-cluster:9092"
+        return
+    demo.forget_previous_cluster(run_dir)
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    host = demo.start_mock_cluster(run_dir)
     try:
-        settings = _settings(args)
+        yield demo.wait_for_bootstrap(host, run_dir)
+    finally:
+        demo.stop_mock_cluster(host)
+
+
+def _start(args: argparse.Namespace, traffic: plan.DemoTraffic | None = None) -> int:
+    try:
+        settings = _settings(args, traffic)
         jmx_targets = _jmx_targets(args.jmx_target)
         components = _components(args, settings)
         processes = plan.build(settings, components)
@@ -447,6 +517,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(plan.procfile(processes))
         return 0
     log.info("starting %s; run directory %s", ", ".join(components), settings.run_dir)
+    if settings.demo is not None:
+        sys.stdout.write(demo.banner(settings, components))
+        sys.stdout.flush()
     return run(
         processes,
         listen_address=settings.listen_address,
@@ -454,3 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop_timeout=args.stop_timeout,
         output=sys.stdout,
     )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,15 +3,55 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 # Names match the docker-compose.yml services, so the Prometheus config can be rewritten by name.
-COMPONENTS = ("exporter", "ingest", "simulator", "dashboard", "prometheus", "alertmanager")
+COMPONENTS = (
+    "exporter",
+    "ingest",
+    "simulator",
+    "dashboard",
+    "prometheus",
+    "alertmanager",
+    "receiver",
+)
 # The simulator writes test traffic into `measure`: never into a real cluster unless asked for.
 DEFAULT_COMPONENTS = ("exporter", "ingest", "dashboard", "prometheus", "alertmanager")
 KAFKA_COMPONENTS = frozenset({"exporter", "ingest", "simulator"})
+# Not compose services: the demo's stand-in for a pager and a ticketing system.
+DEMO_ONLY = frozenset({"receiver"})
+# `--demo`: everything, with the simulator and the receiver.
+DEMO_COMPONENTS = (*DEFAULT_COMPONENTS, "simulator", "receiver")
+# Components are modules of this installation, run by the launcher's own interpreter: a console
+# script found on PATH may belong to another copy of Vigía.
+MODULES = {
+    "exporter": "exporter.cli",
+    "ingest": "ingest.cli",
+    "simulator": "ingest.simulator.cli",
+    "dashboard": "dashboard.cli",
+    "receiver": "launcher.receiver",
+}
+
+
+@dataclass(frozen=True)
+class DemoTraffic:
+    """The demo's simulated HES: live readings and a periodic outage that Prometheus alerts on.
+
+    Readings of a 15-minute period are sent during the 5 minutes after it ends. The simulated clock
+    starts at the last quarter-hour boundary (`start`), so those 5 minutes are the first 5 of every
+    15 after the simulator starts, and an outage `after` seconds into each quarter holds readings
+    back: the HES backlog grows for `duration` seconds, then the backlog is released at once. The
+    demo's alert (launcher/demo-rules.yml) fires on that backlog and resolves after the release.
+    """
+
+    start: str  # ISO-8601 UTC, a quarter-hour boundary
+    meters: int = 2000  # 8,000 readings per quarter, ~27 messages/s while a quarter is sent
+    outage_after: float = 90.0
+    outage_duration: float = 150.0
+    outage_every: float = 900.0
 
 
 class PlanError(ValueError):
@@ -26,6 +66,7 @@ class Ports:
     dashboard: int = 8050
     prometheus: int = 9090
     alertmanager: int = 9093
+    receiver: int = 9097
 
     def of(self, component: str) -> int:
         return int(getattr(self, component))
@@ -42,6 +83,8 @@ class Settings:
     alertmanager_config: Path
     prometheus_binary: str | None
     alertmanager_binary: str | None
+    python: str = sys.executable  # the interpreter that runs the Python components
+    demo: DemoTraffic | None = None
 
 
 @dataclass(frozen=True)
@@ -63,11 +106,16 @@ def parse_names(values: Iterable[str]) -> list[str]:
     return names
 
 
-def choose(only: Sequence[str], without: Sequence[str], with_: Sequence[str]) -> list[str]:
+def choose(
+    only: Sequence[str],
+    without: Sequence[str],
+    with_: Sequence[str],
+    defaults: Sequence[str] = DEFAULT_COMPONENTS,
+) -> list[str]:
     """Components to run, in COMPONENTS order. --only replaces the default set."""
     if only and with_:
         raise PlanError("--only and --with cannot be combined: list everything in --only")
-    chosen = set(only) if only else set(DEFAULT_COMPONENTS) | set(with_)
+    chosen = set(only) if only else set(defaults) | set(with_)
     chosen -= set(without)
     if not chosen:
         raise PlanError("no component left to run")
@@ -113,11 +161,11 @@ def _process(s: Settings, name: str) -> Process:
     argv: tuple[str, ...]
     health = "/metrics"
     if name == "exporter":
-        argv = ("vigia-exporter", *_kafka(s), "--listen-address", address, "--port", port)
+        argv = (*_module(s, name), *_kafka(s), "--listen-address", address, "--port", port)
         health = "/healthz"
     elif name == "ingest":
         argv = (
-            "vigia-ingest",
+            *_module(s, name),
             "run",
             *_kafka(s),
             "--output",
@@ -133,8 +181,8 @@ def _process(s: Settings, name: str) -> Process:
         )
     elif name == "simulator":
         argv = (
-            "vigia-simulate",
-            "live",
+            *_module(s, name),
+            *(_demo_traffic(s.demo) if s.demo else ("live",)),
             *_kafka(s),
             "--metrics-address",
             address,
@@ -143,7 +191,8 @@ def _process(s: Settings, name: str) -> Process:
         )
     elif name == "dashboard":
         argv = (
-            "vigia-dashboard",
+            *_module(s, name),
+            *(("--marker", "demo") if s.demo else ()),
             "--prometheus-url",
             url(s, "prometheus"),
             "--exporter-url",
@@ -174,9 +223,32 @@ def _process(s: Settings, name: str) -> Process:
             "--cluster.listen-address=",
         )
         health = "/-/ready"
+    elif name == "receiver":
+        argv = (*_module(s, name), "--listen-address", address, "--port", port)
+        health = "/healthz"
     else:  # pragma: no cover - parse_names rejects anything else
         raise PlanError(f"unknown component {name}")
     return Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
+
+
+def _module(s: Settings, name: str) -> tuple[str, ...]:
+    return (s.python, "-m", MODULES[name])
+
+
+def _demo_traffic(demo: DemoTraffic) -> tuple[str, ...]:
+    return (
+        "outage",
+        "--start",
+        demo.start,
+        "--meters",
+        str(demo.meters),
+        "--outage-after",
+        f"{demo.outage_after:g}",
+        "--outage-duration",
+        f"{demo.outage_duration:g}",
+        "--outage-every",
+        f"{demo.outage_every:g}",
+    )
 
 
 def _binary(path: str | None, name: str) -> str:

@@ -8,8 +8,10 @@ Docker those names do not resolve, so `vigia-stack` writes a variant into its ru
 - targets of services not running here are dropped, and so are jobs left without targets;
 - relative `rule_files` and `file_sd_configs` paths are made absolute (file_sd files are rewritten
   the same way into the run directory);
-- Alertmanager targets point at the local Alertmanager (or alerting is removed without one).
-Everything else (labels, relabelling, intervals, external labels) is kept as it is.
+- Alertmanager targets point at the local Alertmanager (or alerting is removed without one);
+- the given external labels are set (the Dash app's address, `vigia_console_url`, that alerts
+  build their runbook and dashboard links from).
+Everything else (labels, relabelling, intervals, other external labels) is kept as it is.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launcher.plan import COMPONENTS
+from launcher.plan import COMPONENTS, DEMO_ONLY
 
 BROKER_HOST = re.compile(r"kafka-\d+")
 
@@ -87,6 +89,7 @@ def localize(
     alertmanager: str | None,
     target_dir: Path,
     read_target_file: Callable[[Path], TargetGroups],
+    external_labels: Mapping[str, str] | None = None,
 ) -> LocalConfig:
     """The local variant of `source` (a parsed prometheus.yml living in `source_dir`).
 
@@ -94,6 +97,8 @@ def localize(
     file_sd files are read through `read_target_file` and renamed into `target_dir`.
     """
     config = copy.deepcopy(dict(source))
+    if external_labels:
+        config.setdefault("global", {}).setdefault("external_labels", {}).update(external_labels)
     config["rule_files"] = [
         str(_absolute(pattern, source_dir)) for pattern in config.get("rule_files") or []
     ]
@@ -143,4 +148,7 @@ def _absolute(pattern: str, base: Path) -> Path:
 
 # docker-compose.yml's services other than the brokers: targets naming one that does not run here
 # are dropped rather than left pointing at a name that does not resolve.
-KNOWN_COMPOSE_HOSTS = frozenset({*COMPONENTS, "grafana", "kafka-init"})
+KNOWN_COMPOSE_HOSTS = frozenset(
+    {*COMPONENTS, "grafana", "kafka-init", "hes-db", "connect", "connect-init", "mysqld-exporter"}
+    - DEMO_ONLY
+)

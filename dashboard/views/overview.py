@@ -26,6 +26,13 @@ from dashboard.views.common import (
 )
 
 INGEST_GROUP = "vigia-ingest"
+# Messages the ingest job has left: its consumer group's lag, or, on a cluster whose groups the
+# exporter cannot list (librdkafka's mock in `make demo`, some managed services), the job's own
+# count after its last batch (the largest partition's).
+INGEST_LAG = (
+    f'sum(kafka_consumergroup_lag_sum{{consumergroup="{INGEST_GROUP}"}})'
+    " or max(vigia_ingest_offsets_behind_latest)"
+)
 
 
 @dataclass(frozen=True)
@@ -62,14 +69,12 @@ def plan() -> Plan:
             "backlog_seconds": (
                 f'max(kafka_consumergroup_max_lag_seconds{{consumergroup="{INGEST_GROUP}"}})'
             ),
-            "backlog_messages": (
-                f'sum(kafka_consumergroup_lag_sum{{consumergroup="{INGEST_GROUP}"}})'
-            ),
+            "backlog_messages": INGEST_LAG,
             "exporter_up": "min(vigia_exporter_up)",
         },
         ranged={
             "messages_in": "sum(kafka_topic_messages_in_per_second)",
-            "ingest_lag": f'sum(kafka_consumergroup_lag_sum{{consumergroup="{INGEST_GROUP}"}})',
+            "ingest_lag": INGEST_LAG,
         },
     )
 
@@ -202,8 +207,10 @@ def ingest_lights(
             "backlog",
             "Ingest backlog",
             "grey",
-            "no data",
-            lag_text or f"no lag data for group {INGEST_GROUP}",
+            "no data" if backlog_messages is None else f"{fmt_int(backlog_messages)} msgs",
+            "messages behind; no lag in seconds for this cluster"
+            if lag_text
+            else f"no lag data for group {INGEST_GROUP}",
         )
     else:
         backlog = Light(

@@ -34,6 +34,7 @@ def plan(filters: Filters, step: float) -> Plan:
     b = filters.matchers(broker=True)
     bt = filters.matchers(broker=True, topic=True)
     t = filters.matchers(topic=True)
+    every_broker = f"0 * max by (broker) (kafka_broker_leader_partitions{{{b}}})"
     return Plan(
         cluster=True,
         ranged={
@@ -43,18 +44,19 @@ def plan(filters: Filters, step: float) -> Plan:
                 '{request="Produce",quantile="0.99"})'
             ),
             "fetcher_lag": "max by (broker, instance) (kafka_server_replicafetchermanager_maxlag)",
+            # By default only out-of-sync replicas have series: 0 for the brokers without any.
             "out_of_sync": (
                 "sum by (broker) "
                 f"(1 - min_over_time(kafka_partition_replica_in_sync{{{bt}}}{span}))"
+                f" or on (broker) {every_broker}"
             ),
             "out_of_sync_time": (
                 f"max by (broker) (kafka_partition_replica_out_of_sync_seconds{{{bt}}})"
+                f" or on (broker) {every_broker}"
             ),
-            "urp": (
-                f"sum(max_over_time(kafka_topic_partition_under_replicated_partition{{{t}}}{span}))"
-            ),
+            "urp": f"sum(max_over_time(kafka_topic_under_replicated_partitions{{{t}}}{span}))",
             "under_min_isr": (
-                f"sum(max_over_time(kafka_topic_partition_under_min_isr{{{t}}}{span}))"
+                f"sum(max_over_time(kafka_topic_under_min_isr_partitions{{{t}}}{span}))"
             ),
             "probe_lost": (
                 'sum by (broker) (increase(vigia_probe_messages_total{outcome=~"lost|failed"'
@@ -127,12 +129,12 @@ def build(ctx: PageContext) -> list[Any]:
     urp = matrix_traces(
         ctx.ranged("urp"),
         lambda _l: "under-replicated",
-        metric="kafka_topic_partition_under_replicated_partition",
+        metric="kafka_topic_under_replicated_partitions",
     )
     umi = matrix_traces(
         ctx.ranged("under_min_isr"),
         lambda _l: "under min ISR",
-        metric="kafka_topic_partition_under_min_isr",
+        metric="kafka_topic_under_min_isr_partitions",
     )
     lost = matrix_traces(
         ctx.ranged("probe_lost"),

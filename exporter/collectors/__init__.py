@@ -2,8 +2,9 @@
 
 Each collector builds its families afresh from an `ExporterState` whenever it is collected, so
 topics and groups that disappeared from the cluster disappear from /metrics at the next
-collection. They only read that state, never Kafka; the app renders each state once, on the
-collection thread, and serves the text from cache.
+collection. They only read that state, never Kafka; the app renders each state at most once, when
+it is first scraped, and serves the bytes from cache. Per-partition and per-replica families are
+built only at the granularity asked for (`exporter.granularity`).
 
 The probe's families are the exception: the probe runs on its own threads and schedule, so they
 are rendered from the runner's counters at each scrape (`render_probe`, a few dozen lines; reading
@@ -13,23 +14,22 @@ and appended to the cached text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from exporter.collectors.base import StateSource
 from exporter.collectors.cluster import ClusterCollector
 from exporter.collectors.groups import ConsumerGroupCollector
 from exporter.collectors.health import HealthCollector
+from exporter.collectors.hes import HesCollector
 from exporter.collectors.isr import IsrHistoryCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
 from exporter.collectors.topics import TopicCollector
 from exporter.exposition import text
+from exporter.granularity import DEFAULT, Granularity
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.runner import DISABLED, ProbeRunner
+from exporter.source_watch import SourceWatcher
 from exporter.state import ExporterState
 from exporter.version import VERSION
-
-StateSource = Callable[[], ExporterState | None]
-
 
 Collector = (
     ClusterCollector
@@ -42,22 +42,24 @@ Collector = (
 )
 
 
-def collectors(source: StateSource, version: str = VERSION) -> list[Collector]:
+def collectors(
+    source: StateSource, version: str = VERSION, granularity: Granularity = DEFAULT
+) -> list[Collector]:
     """Every family group, in exposition order; each can be registered in a CollectorRegistry."""
     return [
         ClusterCollector(source),
-        TopicCollector(source),
-        ReplicaCollector(source),
-        IsrHistoryCollector(source),
-        ConsumerGroupCollector(source),
-        LagCollector(source),
+        TopicCollector(source, granularity),
+        ReplicaCollector(source, granularity.replicas),
+        IsrHistoryCollector(source, granularity.replicas),
+        ConsumerGroupCollector(source, granularity.group_offsets),
+        LagCollector(source, granularity.group_lag),
         HealthCollector(source, version),
     ]
 
 
-def render(state: ExporterState | None) -> str:
+def render(state: ExporterState | None, granularity: Granularity = DEFAULT) -> str:
     """The Prometheus text exposition of the collection families for this state."""
-    return text(m for c in collectors(lambda: state) for m in c.collect())
+    return text(m for c in collectors(lambda: state, granularity=granularity) for m in c.collect())
 
 
 def probe_collector(probe: ProbeRunner | None) -> ProbeCollector:
@@ -71,6 +73,20 @@ def render_probe(probe: ProbeRunner | None) -> str:
     return text(probe_collector(probe).collect())
 
 
-def exposition(state: ExporterState | None, probe: ProbeRunner | None = None) -> str:
+def render_source(source: SourceWatcher | None, state: ExporterState | None) -> str:
+    """The HES leg's families (nothing without --hes-dsn): rendered at each scrape like the
+    probe's, from the source watch's last round and this collection's lag seconds."""
+    if source is None:
+        return ""
+    return text(
+        HesCollector(lambda: source.look, lambda: state, source.group, source.topic).collect()
+    )
+
+
+def exposition(
+    state: ExporterState | None,
+    probe: ProbeRunner | None = None,
+    granularity: Granularity = DEFAULT,
+) -> str:
     """Everything /metrics serves for this state and probe."""
-    return render(state) + render_probe(probe)
+    return render(state, granularity) + render_probe(probe)

@@ -11,11 +11,13 @@ from prometheus_client.metrics_core import Metric
 
 from exporter.state import ExporterState
 
+StateSource = Callable[[], ExporterState | None]
+
 
 class StateCollector(ABC):
     """Builds its families from the latest state; yields nothing before the first collection."""
 
-    def __init__(self, source: Callable[[], ExporterState | None]) -> None:
+    def __init__(self, source: StateSource) -> None:
         self._source = source
 
     def collect(self) -> Iterator[Metric]:

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, gauge
+from exporter.collectors.base import StateCollector, StateSource, gauge
+from exporter.granularity import Level
 from exporter.state import ExporterState
 
 _GTP = ["consumergroup", "topic", "partition"]
@@ -15,7 +16,12 @@ _GT = ["consumergroup", "topic"]
 
 
 class ConsumerGroupCollector(StateCollector):
+    def __init__(self, source: StateSource, offsets: Level = Level.PARTITION) -> None:
+        super().__init__(source)
+        self._per_partition = offsets is Level.PARTITION
+
     def families(self, state: ExporterState) -> Iterator[Metric]:
+        per_partition = self._per_partition
         current = GaugeMetricFamily(
             "kafka_consumergroup_current_offset", "Committed offset of the group.", labels=_GTP
         )
@@ -37,12 +43,14 @@ class ConsumerGroupCollector(StateCollector):
         offset_sums: dict[tuple[str, str], int] = {}
         lag_sums: dict[tuple[str, str], int] = {}
         for item in state.group_lags:
-            labels = [item.group, item.topic, str(item.partition)]
             key = (item.group, item.topic)
-            current.add_metric(labels, item.committed)
             offset_sums[key] = offset_sums.get(key, 0) + item.committed
+            if per_partition:
+                labels = [item.group, item.topic, str(item.partition)]
+                current.add_metric(labels, item.committed)
+                if item.lag is not None:
+                    lag.add_metric(labels, item.lag)
             if item.lag is not None:
-                lag.add_metric(labels, item.lag)
                 lag_sums[key] = lag_sums.get(key, 0) + item.lag
         # A live member owns it but nothing is committed: its whole backlog is lag (docs/lag.md).
         uncommitted: dict[tuple[str, str], int] = dict.fromkeys(offset_sums, 0)
@@ -50,13 +58,17 @@ class ConsumerGroupCollector(StateCollector):
             key = (u.group, u.topic)
             uncommitted[key] = uncommitted.get(key, 0) + 1
             if u.owned and u.backlog is not None:
-                lag.add_metric([u.group, u.topic, str(u.partition)], u.backlog)
+                if per_partition:
+                    lag.add_metric([u.group, u.topic, str(u.partition)], u.backlog)
                 lag_sums[key] = lag_sums.get(key, 0) + u.backlog
         for (group, topic), value in offset_sums.items():
             current_sum.add_metric([group, topic], value)
         for (group, topic), value in lag_sums.items():
             lag_sum.add_metric([group, topic], value)
-        yield from (current, current_sum, lag, lag_sum)
+        if per_partition:
+            yield from (current, current_sum, lag, lag_sum)
+        else:
+            yield from (current_sum, lag_sum)
         yield gauge(
             "kafka_consumergroup_uncommitted_partitions",
             "Partitions of a topic the group consumes without a committed offset; those a live "

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, gauge
+from exporter.collectors.base import StateCollector, StateSource, gauge
+from exporter.granularity import Replicas
 from exporter.state import ExporterState
 
 _TPB = ["topic", "partition", "broker"]
@@ -15,29 +16,13 @@ _BD = ["broker", "log_dir"]
 
 
 class ReplicaCollector(StateCollector):
-    def families(self, state: ExporterState) -> Iterator[Metric]:
-        in_sync = GaugeMetricFamily(
-            "kafka_partition_replica_in_sync",
-            "1 if this replica is in the ISR, else 0.",
-            labels=_TPB,
-        )
-        for topic in state.snapshot.topics:
-            for p in topic.partitions:
-                isr = set(p.isr)
-                for r in p.replicas:
-                    in_sync.add_metric([topic.name, str(p.partition), str(r)], int(r in isr))
-        yield in_sync
+    def __init__(self, source: StateSource, replicas: Replicas = Replicas.OUT_OF_SYNC) -> None:
+        super().__init__(source)
+        self._replicas = replicas
 
-        known_topics = {t.name for t in state.snapshot.topics}
-        size = GaugeMetricFamily(
-            "kafka_partition_replica_size_bytes",
-            "Size of this replica on disk (DescribeLogDirs).",
-            labels=_TPB,
-        )
-        for (topic_name, partition, broker_id), nbytes in state.replica_sizes.items():
-            if topic_name in known_topics:
-                size.add_metric([topic_name, str(partition), str(broker_id)], nbytes)
-        yield size
+    def families(self, state: ExporterState) -> Iterator[Metric]:
+        if self._replicas is not Replicas.OFF:
+            yield from self._replica_families(state)
 
         yield gauge(
             "kafka_topic_size_bytes",
@@ -51,31 +36,66 @@ class ReplicaCollector(StateCollector):
             ["topic"],
             state.topic_leader_size_bytes,
         )
+        yield from _log_dir_families(state)
 
-        used = GaugeMetricFamily(
-            "kafka_broker_log_dir_size_bytes",
-            "Bytes used by the partitions in this log dir.",
-            labels=_BD,
+    def _replica_families(self, state: ExporterState) -> Iterator[Metric]:
+        every = self._replicas is Replicas.ALL
+        in_sync = GaugeMetricFamily(
+            "kafka_partition_replica_in_sync",
+            "1 if this replica is in the ISR, else 0.",
+            labels=_TPB,
         )
-        total = GaugeMetricFamily(
-            "kafka_broker_log_dir_total_bytes",
-            "Size of the log dir's volume (Kafka >= 3.3).",
-            labels=_BD,
+        size = GaugeMetricFamily(
+            "kafka_partition_replica_size_bytes",
+            "Size of this replica on disk (DescribeLogDirs).",
+            labels=_TPB,
         )
-        usable = GaugeMetricFamily(
-            "kafka_broker_log_dir_usable_bytes",
-            "Free bytes on the log dir's volume (Kafka >= 3.3).",
-            labels=_BD,
-        )
-        for broker_dirs in state.snapshot.log_dirs:
-            for d in broker_dirs.log_dirs:
-                labels = [str(broker_dirs.broker), d.path]
-                if d.error is None:  # an offline log dir lists no partitions: its size is unknown
-                    used.add_metric(labels, sum(p.size_bytes for p in d.partitions))
-                if d.total_bytes is not None:
-                    total.add_metric(labels, d.total_bytes)
-                if d.usable_bytes is not None:
-                    usable.add_metric(labels, d.usable_bytes)
-        yield used
-        yield total
-        yield usable
+        out_of_sync: list[tuple[str, int, int]] = []
+        for topic in state.snapshot.topics:
+            for p in topic.partitions:
+                isr = p.isr
+                for r in p.replicas:
+                    ok = r in isr
+                    if every or not ok:
+                        in_sync.add_metric([topic.name, str(p.partition), str(r)], int(ok))
+                    if not ok:
+                        out_of_sync.append((topic.name, p.partition, r))
+        if every:
+            known_topics = {t.name for t in state.snapshot.topics}
+            sizes = {k: v for k, v in state.replica_sizes.items() if k[0] in known_topics}
+        else:
+            sizes = {k: state.replica_sizes[k] for k in out_of_sync if k in state.replica_sizes}
+        for (topic_name, partition, broker_id), nbytes in sizes.items():
+            size.add_metric([topic_name, str(partition), str(broker_id)], nbytes)
+        yield in_sync
+        yield size
+
+
+def _log_dir_families(state: ExporterState) -> Iterator[Metric]:
+    used = GaugeMetricFamily(
+        "kafka_broker_log_dir_size_bytes",
+        "Bytes used by the partitions in this log dir.",
+        labels=_BD,
+    )
+    total = GaugeMetricFamily(
+        "kafka_broker_log_dir_total_bytes",
+        "Size of the log dir's volume (Kafka >= 3.3).",
+        labels=_BD,
+    )
+    usable = GaugeMetricFamily(
+        "kafka_broker_log_dir_usable_bytes",
+        "Free bytes on the log dir's volume (Kafka >= 3.3).",
+        labels=_BD,
+    )
+    for broker_dirs in state.snapshot.log_dirs:
+        for d in broker_dirs.log_dirs:
+            labels = [str(broker_dirs.broker), d.path]
+            if d.error is None:  # an offline log dir lists no partitions: its size is unknown
+                used.add_metric(labels, sum(p.size_bytes for p in d.partitions))
+            if d.total_bytes is not None:
+                total.add_metric(labels, d.total_bytes)
+            if d.usable_bytes is not None:
+                usable.add_metric(labels, d.usable_bytes)
+    yield used
+    yield total
+    yield usable

@@ -1,11 +1,15 @@
-"""`vigia-simulate live | backfill | outage`: smart-meter measures to Kafka, as an HES writes them.
+"""`vigia-simulate live | backfill | outage`: smart-meter measures, as an HES writes them, to Kafka
+(``--sink kafka``, the default) or into the HES database itself (``--sink hes --hes-dsn DSN``,
+the table ``hes.measure``; Kafka Connect then carries the rows to the topic).
 
 Every flag has an environment variable ``VIGIA_SIMULATE_<FLAG>`` (``--malformed-ratio`` →
 ``VIGIA_SIMULATE_MALFORMED_RATIO``), except the shared ones: ``VIGIA_KAFKA_BOOTSTRAP_SERVERS``,
-``VIGIA_KAFKA_OPTIONS`` and ``VIGIA_LOG_LEVEL``. Flags win. Flags go after the subcommand.
+``VIGIA_KAFKA_OPTIONS``, ``VIGIA_HES_DSN`` and ``VIGIA_LOG_LEVEL``. Flags win. Flags go after the
+subcommand.
 
-Exit codes: 0 everything delivered; 1 the cluster could not be reached or some messages were not
-delivered (the manifest, when asked for, is written anyway and counts only delivered messages);
+Exit codes: 0 everything delivered; 1 the cluster (or the HES database) could not be reached or
+some messages were not delivered (the manifest, when asked for, is written anyway and counts only
+delivered messages);
 2 invalid configuration. SIGINT / SIGTERM stop the run cleanly: queued messages are flushed and
 the manifest written.
 """
@@ -24,10 +28,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from common.hes import DsnError, parse_dsn
 from common.kafka_config import KafkaOptionError, merged
 from common.logs import setup_logging
 from ingest.schema import MAGNITUDES
 from ingest.simulator.delivery import DeliveryTally
+from ingest.simulator.hes_sink import HesSink, HesSinkError
 from ingest.simulator.malformed import FaultInjector
 from ingest.simulator.manifest import Manifest, meter_range, write_manifest
 from ingest.simulator.metrics import MetricsServer, RunState, SimulatorCollector
@@ -38,6 +44,8 @@ log = logging.getLogger("vigia.simulate")
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+SINKS = ("kafka", "hes")
+HES_TABLE = "hes.measure"
 
 
 class ConfigError(ValueError):
@@ -109,6 +117,18 @@ def _common_flags() -> _Parser:
         help="librdkafka setting, repeatable (env VIGIA_KAFKA_OPTIONS)",
     )
     add("--topic", default=_env("topic", "measure"), help="topic to produce to (measure)")
+    add(
+        "--sink",
+        choices=SINKS,
+        default=_env("sink", "kafka"),
+        help="kafka: produce to the topic; hes: upsert into hes.measure (kafka)",
+    )
+    add(
+        "--hes-dsn",
+        default=os.environ.get("VIGIA_HES_DSN", "") or None,
+        help="HES database for --sink hes, mysql://user:password@host:3306/hes, a user with "
+        "INSERT and UPDATE on hes.* (env VIGIA_HES_DSN)",
+    )
     add("--meters", type=_bounded(int, 1), default=_env("meters", "10000"), help="meters (10000)")
     add("--meter-prefix", default=_env("meter_prefix", "UY"), help="meter id prefix (UY)")
     add(
@@ -211,6 +231,12 @@ def build_parser() -> _Parser:
         help="wall-clock seconds during which nothing is sent (300)",
     )
     outage.add_argument(
+        "--outage-every",
+        type=_bounded(float, 0),
+        default=_env("outage_every", "0"),
+        help="repeat the outage this many wall-clock seconds after each start; 0 = once (0)",
+    )
+    outage.add_argument(
         "--stop-after-release",
         action=argparse.BooleanOptionalAction,
         default=_truthy(_env("stop_after_release", "false")),
@@ -227,8 +253,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     try:
         args.kafka_options = merged(args.kafka_option)
         args.meter_range = meter_range(args.meters, args.meter_prefix)
+        args.hes = parse_dsn(args.hes_dsn) if args.hes_dsn else None
+    except DsnError as exc:
+        raise ConfigError(f"--hes-dsn: {exc}") from exc
     except (KafkaOptionError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
+    if args.mode == "outage" and 0 < args.outage_every <= args.outage_duration:
+        raise ConfigError("--outage-every must be longer than --outage-duration")
+    if args.sink == "hes":
+        if args.hes is None:
+            raise ConfigError("--sink hes needs --hes-dsn (or VIGIA_HES_DSN)")
+        if args.malformed_ratio:
+            raise ConfigError("--malformed-ratio: the HES table cannot hold a malformed row")
     if args.manifest and not Path(args.manifest).parent.is_dir():
         raise ConfigError(f"--manifest: directory {Path(args.manifest).parent} does not exist")
     return args
@@ -254,7 +290,17 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def run(args: argparse.Namespace) -> int:
+def _open_sink(args: argparse.Namespace) -> KafkaSink | HesSink | int:
+    """The checked sink, or the exit code when it cannot be used."""
+    if args.sink == "hes":
+        hes = HesSink(args.hes, args.connect_timeout)
+        try:
+            hes.check()
+        except HesSinkError as exc:
+            log.error("%s", exc)
+            return EXIT_FAILED
+        log.info("writing to %s on %s", HES_TABLE, hes.target)
+        return hes
     try:
         sink = KafkaSink(
             args.bootstrap_servers, args.topic, args.kafka_options, args.connect_timeout
@@ -270,6 +316,13 @@ def run(args: argparse.Namespace) -> int:
     log.info(
         "producing to %s (%d partitions) on %s", args.topic, partitions, sink.bootstrap_servers
     )
+    return sink
+
+
+def run(args: argparse.Namespace) -> int:
+    sink = _open_sink(args)
+    if isinstance(sink, int):
+        return sink
 
     tally, state = DeliveryTally(), RunState()
     server: MetricsServer | None = None
@@ -298,6 +351,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.stop()
+        if isinstance(sink, HesSink):
+            sink.close()
     if manifest.failed:
         log.error(
             "%d messages were not delivered (first error: %s)", manifest.failed, tally.first_error
@@ -308,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _produce(
     args: argparse.Namespace,
-    sink: KafkaSink,
+    sink: KafkaSink | HesSink,
     tally: DeliveryTally,
     state: RunState,
     stop: threading.Event,
@@ -331,7 +386,12 @@ def _produce(
         else:
             outage = None
             if args.mode == "outage":
-                outage = Outage(args.outage_after, args.outage_duration, args.stop_after_release)
+                outage = Outage(
+                    args.outage_after,
+                    args.outage_duration,
+                    args.stop_after_release,
+                    args.outage_every,
+                )
             runner.live(args.start, args.speed, args.duration, outage)
     finally:
         state.backlog_seconds = 0.0
@@ -341,7 +401,7 @@ def _produce(
 
     manifest = tally.manifest(
         mode=args.mode,
-        topic=args.topic,
+        topic=HES_TABLE if args.sink == "hes" else args.topic,
         seed=args.seed,
         meters=args.meter_range,
         magnitudes=MAGNITUDES,

@@ -1,7 +1,8 @@
 """What a simulator run delivered, written as JSON at the end of the run (``--manifest``).
 
 Tests and ``vigia-ingest completeness`` compare the stored data against it. Counts are of messages
-the brokers acknowledged (delivery reports), never of messages merely handed to the producer.
+the brokers acknowledged (delivery reports), never of messages merely handed to the producer; with
+``--sink hes``, of rows committed to the HES database (``"topic": "hes.measure"``).
 
 Example::
 

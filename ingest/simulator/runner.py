@@ -71,12 +71,19 @@ class RateLimiter:
 
 @dataclass(frozen=True)
 class Outage:
+    """Nothing is sent from `after` for `duration` seconds, and again every `every` seconds
+    after that when `every` > 0."""
+
     after: float
     duration: float
     stop_after_release: bool = False
+    every: float = 0.0
 
     def holding(self, elapsed: float) -> bool:
-        return self.after <= elapsed < self.after + self.duration
+        if elapsed < self.after:
+            return False
+        since = elapsed - self.after
+        return (since % self.every if self.every > 0 else since) < self.duration
 
     def over(self, elapsed: float) -> bool:
         return elapsed >= self.after + self.duration

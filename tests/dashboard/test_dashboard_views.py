@@ -266,7 +266,8 @@ def test_ingest_lights_thresholds_and_no_data() -> None:
     assert (stale.status, slow.status) == ("red", "amber")
     none, lag_only = overview.ingest_lights(None, None, None, 104555)
     assert (none.status, none.value) == ("grey", "no data")
-    assert (lag_only.status, lag_only.detail) == ("grey", "104,555 messages behind")
+    assert (lag_only.status, lag_only.value) == ("grey", "104,555 msgs")
+    assert lag_only.detail == "messages behind; no lag in seconds for this cluster"
 
 
 def test_overview_page_backlog_from_the_ingest_group() -> None:

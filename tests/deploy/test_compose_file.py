@@ -98,6 +98,18 @@ def listening_ports(name: str, service: dict[str, Any]) -> set[int]:
     listen = flag_value(argv, "--web.listen-address")
     if listen:
         return {int(listen.rsplit(":", 1)[1])}
+    if str(service.get("image", "")).startswith("mysql:"):
+        return {int(flag_value(argv, "--port") or 3306)}
+    worker = [REPO / src for src, target in bind_sources(service) if target.endswith(".properties")]
+    if worker:  # a Kafka Connect worker: its REST listener and the JMX agent's port
+        properties = dict(
+            line.split("=", 1) for line in worker[0].read_text().splitlines() if "=" in line
+        )
+        dockerfile = REPO / service["build"]["context"] / service["build"]["dockerfile"]
+        options = env.get("KAFKA_OPTS") or dockerfile_env(dockerfile)["KAFKA_OPTS"]
+        agent = re.search(r"jmx_prometheus_javaagent\.jar=(\d+):", options)
+        assert agent, f"{name}: no JMX agent port in KAFKA_OPTS"
+        return {int(properties["listeners"].rsplit(":", 1)[1]), int(agent[1])}
     if str(service.get("image", "")).startswith("grafana/grafana:"):
         return {int(env.get("GF_SERVER_HTTP_PORT", 3000))}
     return set()

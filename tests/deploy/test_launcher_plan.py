@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from launcher import cli, plan
+from launcher import cli, demo, plan
 from launcher.prometheus_config import (
     BROKER_HOST,
     KNOWN_COMPOSE_HOSTS,
@@ -42,7 +44,7 @@ def settings(tmp_path: Path, **changes: object) -> plan.Settings:
 
 def test_component_names_are_the_compose_service_names() -> None:
     services = set(raw()["services"])
-    assert set(plan.COMPONENTS) <= services
+    assert set(plan.COMPONENTS) - plan.DEMO_ONLY <= services
     brokers = {s for s in services if BROKER_HOST.fullmatch(s)}
     assert services - brokers == KNOWN_COMPOSE_HOSTS
 
@@ -73,10 +75,14 @@ def test_default_set_leaves_the_simulator_out_and_flags_adjust_it() -> None:
 
 
 def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
-    s = settings(tmp_path, listen_address="0.0.0.0", ports=plan.Ports(dashboard=18050))
+    s = settings(
+        tmp_path, listen_address="0.0.0.0", ports=plan.Ports(dashboard=18050), python="/venv/py"
+    )
     processes = {p.name: p for p in plan.build(s, plan.COMPONENTS)}
     assert processes["exporter"].argv == (
-        "vigia-exporter",
+        "/venv/py",
+        "-m",
+        "exporter.cli",
         "--bootstrap-servers",
         "b1:9092,b2:9092",
         "--kafka-option",
@@ -87,17 +93,58 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
         "9308",
     )
     ingest = processes["ingest"].argv
-    assert ingest[:2] == ("vigia-ingest", "run")
+    assert ingest[:4] == ("/venv/py", "-m", "ingest.cli", "run")
     assert ingest[ingest.index("--checkpoint") + 1] == str(tmp_path / "checkpoints" / "ingest")
     assert ingest[ingest.index("--metrics-port") + 1] == "9310"
-    assert processes["simulator"].argv[:2] == ("vigia-simulate", "live")
+    assert processes["simulator"].argv[2:4] == ("ingest.simulator.cli", "live")
     dashboard = processes["dashboard"].argv
     # Clients of a server bound to 0.0.0.0 reach it on 127.0.0.1.
     assert dashboard[dashboard.index("--prometheus-url") + 1] == "http://127.0.0.1:9090"
     assert dashboard[dashboard.index("--port") + 1] == "18050"
     assert "--cluster.listen-address=" in processes["alertmanager"].argv
     assert processes["prometheus"].health_path == "/-/ready"
-    assert plan.procfile([processes["exporter"]]).startswith("exporter: exec vigia-exporter ")
+    assert plan.procfile([processes["exporter"]]).startswith("exporter: exec /venv/py -m exporter")
+
+
+def test_components_run_on_the_launchers_own_interpreter(tmp_path: Path) -> None:
+    """Not console scripts from PATH, which may belong to another installation of Vigía."""
+    processes = plan.build(settings(tmp_path), plan.COMPONENTS)
+    python = [p for p in processes if p.name not in ("prometheus", "alertmanager")]
+    assert {p.argv[:2] for p in python} == {(sys.executable, "-m")}
+    for process in python:  # each module exists in this installation and is runnable
+        spec = importlib.util.find_spec(process.argv[2])
+        assert spec is not None and spec.origin is not None, process.argv[2]
+        assert 'if __name__ == "__main__":' in Path(spec.origin).read_text(), process.argv[2]
+
+
+def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path: Path) -> None:
+    traffic = demo.traffic(now=1_763_950_000.0)  # 2025-11-24 02:06:40 UTC
+    assert traffic.start == "2025-11-24T02:00:00Z"  # the last quarter-hour boundary
+    s = settings(tmp_path, demo=traffic)
+    assert plan.choose([], [], [], plan.DEMO_COMPONENTS) == list(plan.COMPONENTS)
+    processes = {p.name: p for p in plan.build(s, plan.COMPONENTS)}
+    simulator = processes["simulator"].argv
+    assert simulator[3] == "outage"
+    for flag, value in (
+        ("--start", traffic.start),
+        ("--outage-after", "90"),
+        ("--outage-duration", "150"),
+        ("--outage-every", "900"),
+    ):
+        assert simulator[simulator.index(flag) + 1] == value, flag
+    assert processes["dashboard"].argv[3:5] == ("--marker", "demo")
+    assert processes["receiver"].health_path == "/healthz"
+    # Missing Debian packages drop what needs them, nothing else.
+    assert demo.runnable(plan.COMPONENTS, ["prometheus-alertmanager"]) == [
+        "exporter",
+        "ingest",
+        "simulator",
+        "dashboard",
+        "prometheus",
+    ]
+    assert demo.java_major('openjdk version "17.0.21.1" 2026-11-17') == 17
+    assert demo.java_major('java version "1.8.0_392"') == 8
+    assert demo.java_major("nothing") is None
 
 
 def test_invalid_plans_say_why(tmp_path: Path) -> None:
@@ -195,7 +242,8 @@ def test_dry_run_writes_a_valid_run_directory(
     assert code == 0
     procfile = (tmp_path / "run" / "Procfile").read_text()
     assert capsys.readouterr().out == procfile
-    assert [line.split(":")[0] for line in procfile.splitlines()] == list(plan.COMPONENTS)
+    names = [line.split(":")[0] for line in procfile.splitlines()]
+    assert names == [c for c in plan.COMPONENTS if c not in plan.DEMO_ONLY]
     alertmanager_yml = tmp_path / "run" / "alertmanager" / "alertmanager.yml"
     assert "https://pager.example.org/hook" in alertmanager_yml.read_text()
     assert alertmanager_yml.stat().st_mode & 0o777 == 0o600
@@ -210,6 +258,46 @@ def test_dry_run_writes_a_valid_run_directory(
             ["amtool", "check-config", alertmanager_yml], capture_output=True, text=True
         )
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_demo_dry_run_links_alerts_to_its_dash_app_and_notifies_its_receiver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    argv = ["--demo", "--dry-run", "--run-dir", str(run), "--dashboard-port", "18050"]
+    argv += ["--receiver-port", "19097", "--prometheus-binary", "/usr/bin/prometheus"]
+    argv += ["--alertmanager-binary", "/usr/bin/prometheus-alertmanager"]
+    assert cli.main(argv) == 0
+    procfile = (run / "Procfile").read_text()
+    assert "receiver: exec " in procfile and " outage --start " in procfile
+    config = yaml.safe_load((run / "prometheus" / "prometheus.yml").read_text())
+    labels = config["global"]["external_labels"]
+    assert labels["vigia_console_url"] == "http://127.0.0.1:18050"
+    assert str(demo.RULES) in config["rule_files"]
+    alertmanager_yml = (run / "alertmanager" / "alertmanager.yml").read_text()
+    assert "http://127.0.0.1:19097/pager" in alertmanager_yml
+    assert "http://127.0.0.1:19097/ticket" in alertmanager_yml
+    if shutil.which("promtool"):
+        rules = [str(demo.RULES), *map(str, sorted(PROMETHEUS_DIR.glob("rules/*.yml")))]
+        check = subprocess.run(["promtool", "check", "rules", *rules], capture_output=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    argv = ["--demo", "--dry-run", "--run-dir", str(tmp_path)]
+    assert cli.main([*argv, "--prometheus-binary", "", "--alertmanager-binary", ""]) == 0
+    procfile = (tmp_path / "Procfile").read_text()
+    assert [line.split(":")[0] for line in procfile.splitlines()] == [
+        "exporter",
+        "ingest",
+        "simulator",
+        "dashboard",
+    ]
+    (warning,) = [r.getMessage() for r in caplog.records if "apt-get" in r.getMessage()]
+    assert "`sudo apt-get install -y prometheus prometheus-alertmanager`" in warning
+    assert warning.endswith("without prometheus, alertmanager, receiver")
 
 
 @pytest.mark.parametrize(

@@ -31,13 +31,16 @@ def _flags(command: list[str]) -> set[str]:
     return set(FLAG.findall(result.stdout)) - {"--help"}
 
 
-def test_first_screen_gives_the_two_commands() -> None:
+def test_first_screen_gives_the_three_commands() -> None:
     blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
-    assert blocks[:2] == ["make up\n", "make test\n"]
+    assert blocks[:3] == ["make demo\n", "make test\n", "make up\n"]
     ci = (REPO / ".ci" / "run").read_text()
     assert ci.rstrip().endswith("make test"), "CI must run the README's test command"
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^up: .env\n\tdocker compose up -d --build$", makefile, re.M)
+    assert re.search(
+        r"^demo: \$\(VENV\)/\.installed\n\t\$\(VENV\)/bin/vigia-stack --demo$", makefile, re.M
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -48,8 +51,13 @@ def test_every_flag_is_documented(command: list[str]) -> None:
 
 
 def test_every_alert_is_listed_with_its_runbook() -> None:
-    rules = yaml.safe_load((REPO / "prometheus" / "rules" / "alerts.yml").read_text())
-    alerts = {r["alert"]: r["labels"]["severity"] for g in rules["groups"] for r in g["rules"]}
+    alerts = {
+        r["alert"]: r["labels"]["severity"]
+        for path in sorted((REPO / "prometheus" / "rules").glob("*.yml"))
+        for g in yaml.safe_load(path.read_text())["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    }
     rows = dict(
         re.findall(r"^\| (\w+) \| (critical|warning) \| \[docs/runbooks/\1\.md\]", README, re.M)
     )

@@ -17,6 +17,7 @@ import httpx
 import uvicorn
 
 from exporter.app import create_app
+from exporter.granularity import FULL, Granularity
 from exporter.service import CollectionService
 from tests.conftest import free_port
 from tests.exporter.exposition import Samples, samples
@@ -51,13 +52,24 @@ def wait_for(check: Callable[[], object], timeout: float = 30, what: str = "cond
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
 
 
+# The settings of granularity.FULL as flags (the last occurrence of a flag wins).
+FULL_DETAIL = (
+    "--topic-offsets-granularity=partition",
+    "--partition-state-granularity=partition",
+    "--group-offsets-granularity=partition",
+    "--group-lag-granularity=partition",
+    "--replica-series=all",
+)
+
+
 @contextmanager
 def exporter_process(log: Path, *args: str) -> Iterator[Running]:
-    """`python -m exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then SIGKILL)."""
+    """`python -m exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then SIGKILL).
+    It serves every per-partition and per-replica family unless `args` set a granularity."""
     port = free_port()
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter.cli", "--port", str(port), *args],
+            [sys.executable, "-m", "exporter.cli", "--port", str(port), *FULL_DETAIL, *args],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -75,12 +87,20 @@ def exporter_process(log: Path, *args: str) -> Iterator[Running]:
 
 
 @contextmanager
-def exporter_thread(service: CollectionService) -> Iterator[Running]:
-    """The real app under uvicorn in a thread (for exporters built around injected clients)."""
+def exporter_thread(
+    service: CollectionService, granularity: Granularity = FULL
+) -> Iterator[Running]:
+    """The real app under uvicorn in a thread (for exporters built around injected clients),
+    serving every per-partition family unless told otherwise."""
     sock = socket.create_server(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(service), log_config=None, access_log=False, lifespan="on")
+        uvicorn.Config(
+            create_app(service, granularity=granularity),
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+        )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -13,6 +13,7 @@ from kafka import errors as kafka_errors
 
 from benchmarks.exporter_snapshot import synthetic_snapshot
 from exporter.filters import Filters, NameFilter
+from exporter.kafka_adapter import OFFSETS_PER_CALL
 from exporter.snapshot import ClusterSnapshot
 from exporter.state import derive
 from tests.conftest import SCENARIOS
@@ -58,12 +59,14 @@ def _calls_per_collection(cluster: ClusterSnapshot) -> dict[str, int]:
     return dict(fake.calls)
 
 
-def test_requests_grow_with_brokers_and_groups_not_partitions() -> None:
-    def expected(brokers: int, groups: int) -> dict[str, int]:
+def test_requests_grow_with_brokers_and_groups_and_offsets_with_partitions_per_500() -> None:
+    def expected(brokers: int, groups: int, partitions: int) -> dict[str, int]:
         return {
             "list_topics": 1,  # one Metadata request
             "describe_configs": 2,  # all topics in one call, one broker's defaults
-            "list_offsets": 2,  # earliest and latest for every partition
+            # earliest and latest, OFFSETS_PER_CALL partitions per call (librdkafka's cost per
+            # call grows faster than its partitions)
+            "list_offsets": 2 * -(-partitions // OFFSETS_PER_CALL),
             "list_consumer_groups": 1,
             "describe_consumer_groups": 1,
             "list_consumer_group_offsets": groups,  # confluent-kafka: one group per call
@@ -72,11 +75,12 @@ def test_requests_grow_with_brokers_and_groups_not_partitions() -> None:
             "describe_log_dirs": brokers,  # one per broker so that one failure hides nothing
         }
 
-    assert _calls_per_collection(snapshot("healthy")) == expected(brokers=3, groups=5)
-    small = _calls_per_collection(synthetic_snapshot(3, 60, 3, 5))
-    large = _calls_per_collection(synthetic_snapshot(3, 6000, 3, 5))
-    assert small == large == expected(brokers=3, groups=5)
-    assert _calls_per_collection(synthetic_snapshot(6, 60, 3, 20)) == expected(brokers=6, groups=20)
+    recorded = snapshot("healthy")
+    partitions = sum(len(t.partitions) for t in recorded.topics)
+    assert _calls_per_collection(recorded) == expected(3, 5, partitions)
+    assert _calls_per_collection(synthetic_snapshot(3, 60, 3, 5)) == expected(3, 5, 60)
+    assert _calls_per_collection(synthetic_snapshot(3, 6000, 3, 5)) == expected(3, 5, 6000)
+    assert _calls_per_collection(synthetic_snapshot(6, 60, 3, 20)) == expected(6, 20, 60)
 
 
 def test_a_broker_absent_from_metadata_is_not_asked_and_is_no_error() -> None:

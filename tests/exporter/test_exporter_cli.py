@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from exporter.config import ConfigError, parse_config
+from exporter.granularity import DEFAULT, Granularity, Level, Replicas
 
 
 def test_defaults() -> None:
@@ -52,6 +53,24 @@ def test_probe_and_lag_status_settings_from_environment_and_flags() -> None:
     assert parse_config([], {"VIGIA_PROBE_ENABLED": "TRUE"}).probe.enabled
 
 
+def test_granularity_defaults_environment_and_flags() -> None:
+    assert parse_config([], {}).granularity == DEFAULT
+    env = {
+        "VIGIA_EXPORTER_TOPIC_OFFSETS_GRANULARITY": "topic",
+        "VIGIA_EXPORTER_PARTITION_STATE_GRANULARITY": "Partition",
+        "VIGIA_EXPORTER_GROUP_OFFSETS_GRANULARITY": "topic",
+        "VIGIA_EXPORTER_GROUP_LAG_GRANULARITY": "partition",
+        "VIGIA_EXPORTER_REPLICA_SERIES": "off",
+    }
+    assert parse_config([], env).granularity == Granularity(
+        Level.TOPIC, Level.PARTITION, Level.TOPIC, Level.PARTITION, Replicas.OFF
+    )
+    flags = ["--topic-offsets-granularity", "partition", "--replica-series=all"]
+    assert parse_config(flags, env).granularity == Granularity(
+        Level.PARTITION, Level.PARTITION, Level.TOPIC, Level.PARTITION, Replicas.ALL
+    )
+
+
 def test_flags_win_over_environment() -> None:
     env = {
         "VIGIA_KAFKA_BOOTSTRAP_SERVERS": "env:9092",
@@ -91,6 +110,14 @@ def test_flags_win_over_environment() -> None:
         (["--probe-interval", "0"], "--probe-interval: must be more than 0 seconds"),
         (["--probe-deadline", "x"], "--probe-deadline: 'x' is not a number of seconds"),
         (["--probe-topic", "no spaces"], "--probe-topic: 'no spaces' is not a valid Kafka topic"),
+        (
+            ["--group-lag-granularity", "group"],
+            "--group-lag-granularity: 'group' is not one of partition, topic",
+        ),
+        (
+            ["--replica-series", "some"],
+            "--replica-series: 'some' is not one of all, out-of-sync, off",
+        ),
     ],
 )
 def test_config_errors_are_one_line(argv: list[str], reason: str) -> None:

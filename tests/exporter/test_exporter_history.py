@@ -11,6 +11,7 @@ import pytest
 
 from exporter import api
 from exporter.collectors import render
+from exporter.granularity import FULL
 from exporter.lag_status import GroupStatus, PartitionStatus
 from exporter.recording import Replayed, replay
 from exporter.snapshot import (
@@ -80,7 +81,7 @@ def _chain(snapshots: Iterable[ClusterSnapshot], window: int = 3) -> list[Export
 
 
 def _found(state: ExporterState) -> Samples:
-    return samples(render(state))
+    return samples(render(state, FULL))
 
 
 def test_lag_seconds_interpolates_the_offset_history_and_lag_0_is_0_seconds() -> None:
@@ -204,7 +205,8 @@ def test_derive_without_a_history_carries_the_previous_one() -> None:
 
 @cache
 def _replayed(window: int) -> tuple[Replayed, ...]:
-    return tuple(replay([fixture_path(s) for s in SCENARIOS], lag_status_window=window))
+    paths = [fixture_path(s) for s in SCENARIOS]
+    return tuple(replay(paths, lag_status_window=window, granularity=FULL))
 
 
 def _by_scenario(window: int = 5) -> dict[str, Samples]:

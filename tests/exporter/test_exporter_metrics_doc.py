@@ -6,11 +6,14 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from exporter.collectors import render, render_probe
+from exporter.connect.collector import render_connect
 from exporter.exposition import text
+from exporter.granularity import FULL
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.tracker import LatencyTracker, ProbeStats
 from exporter.state import derive
 from tests.conftest import SCENARIOS
+from tests.connect.test_connect_model import recorded_reports
 from tests.exporter.recorded import snapshot, state
 from tests.metrics_doc import Families, documented
 from tests.metrics_doc import served as served_families
@@ -30,13 +33,17 @@ def probe_stats() -> ProbeStats:
 
 
 def served() -> Families:
-    """Every family from every recorded scenario, a collection with phase timings, and the probe
-    both disabled and running."""
+    """Every family from every recorded scenario, a collection with phase timings, the probe
+    both disabled and running, and the recorded Connect cluster."""
     timed = replace(
         snapshot("healthy"), durations=MappingProxyType({"metadata": 0.1, "total": 0.5})
     )
-    texts = [render(state(s)) for s in SCENARIOS] + [render(derive(None, timed)), render(None)]
+    texts = [render(state(s), FULL) for s in SCENARIOS] + [
+        render(derive(None, timed)),
+        render(None),
+    ]
     texts += [render_probe(None), text(ProbeCollector(probe_stats, lambda: "running").collect())]
+    texts.append(render_connect(recorded_reports()))
     return served_families(texts)
 
 

@@ -4,7 +4,8 @@ The mock speaks the Kafka protocol on loopback but lacks several admin APIs (Des
 ListGroups and DescribeGroups are unsupported, kafka-python cannot bootstrap from it, so neither
 DescribeCluster, DescribeQuorum nor DescribeLogDirs can be asked; OffsetFetch ignores "all
 topics"). The exporter reports those as capabilities the cluster lacks, with up 1; where a test
-needs group data, a thin wrapper fills only the mock's gaps and still sends the real OffsetFetch.
+needs group data, a thin wrapper (benchmarks/mock_cluster.py) fills only the mock's gaps and
+still sends the real OffsetFetch.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConsumerGroupListing, ListConsumerGroupsResult
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
+from benchmarks.mock_cluster import MockGapsAdmin
 from exporter.filters import Filters
 from exporter.kafka_adapter import KafkaAdapter
 from exporter.service import CollectionService
@@ -172,38 +175,6 @@ def test_unreachable_bootstrap_at_start_then_the_cluster_appears(tmp_path: Path)
     del cluster
 
 
-class _MockGapsAdmin:
-    """The real AdminClient on the mock, filling two gaps of the mock only: ListGroups (unsupported)
-    and OffsetFetch for all topics (the mock answers it empty, so the partitions are named)."""
-
-    def __init__(self, admin: AdminClient, groups: list[str]) -> None:
-        self._admin = admin
-        self._groups = groups
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._admin, name)
-
-    def list_consumer_groups(self, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_result(
-            ListConsumerGroupsResult([ConsumerGroupListing(g, False) for g in self._groups])
-        )
-        return future
-
-    def list_consumer_group_offsets(
-        self, requests: list[Any], **kwargs: Any
-    ) -> dict[str, Future[Any]]:
-        metadata = self._admin.list_topics(timeout=5)
-        named = [
-            ConsumerGroupTopicPartitions(
-                r.group_id,
-                [TopicPartition(t, p) for t, tm in metadata.topics.items() for p in tm.partitions],
-            )
-            for r in requests
-        ]
-        return self._admin.list_consumer_group_offsets(named, **kwargs)
-
-
 def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
     bootstrap = mock_cluster.bootstrap_servers
     delivered = _produce(bootstrap, "orders", 200)
@@ -219,7 +190,7 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
         bootstrap,
         {},
         Filters(),
-        admin_factory=lambda config: _MockGapsAdmin(AdminClient(dict(config)), ["billing"]),
+        admin_factory=lambda config: MockGapsAdmin(config, {"billing": ["orders"]}),
     )
     service = CollectionService(adapter.collect, interval=0.5, timeout=1.5, lag_status_window=2)
     try:
@@ -323,3 +294,47 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
     finally:
         consumer.close()
         adapter.close()
+
+
+def test_offsets_of_all_partitions_come_from_one_future_per_call(
+    mock_cluster: MockCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """confluent-kafka's list_offsets makes a future, and a threading.Condition, per partition:
+    most of a collection's CPU at 2,000 partitions (issue 10). The adapter uses one per call."""
+    bootstrap = mock_cluster.bootstrap_servers
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for t in range(150):  # the mock creates topics of 4 partitions
+        for p in range(4):
+            producer.produce(f"t{t:03d}", b"{}", partition=p)
+    assert producer.flush(30) == 0
+    adapter = KafkaAdapter(
+        bootstrap,
+        {},
+        Filters(),
+        admin_factory=lambda config: MockGapsAdmin(config, {}),
+        legacy_admin_factory=_no_legacy_admin,
+    )
+    created = 0
+    real_init = Future.__init__
+
+    def counting_init(self: Future[Any]) -> None:
+        nonlocal created
+        created += 1
+        real_init(self)
+
+    try:
+        adapter.collect(10)  # connects and learns the metadata
+        monkeypatch.setattr(Future, "__init__", counting_init)
+        snap = adapter.collect(10)
+    finally:
+        monkeypatch.undo()
+        adapter.close()
+    offsets = {(t.name, p.partition): p.latest_offset for t in snap.topics for p in t.partitions}
+    assert offsets == {(f"t{t:03d}", p): 1 for t in range(150) for p in range(4)}
+    assert "offsets" not in snap.failed_phases
+    # DescribeConfigs has one per topic (150); one per partition would be 1,200 more.
+    assert created < 300, f"{created} futures for 600 partitions"
+
+
+def _no_legacy_admin(config: Mapping[str, Any]) -> Any:
+    raise RuntimeError("kafka-python cannot bootstrap from the mock")

@@ -86,7 +86,7 @@ def test_probe_families_and_json_are_read_at_each_request() -> None:
             body = client.get("/api/v1/cluster")
             document = json.loads(body.content)
             assert document == json.loads(json.dumps(api.cluster_json(service.state, probe)))
-            assert list(document)[-1] == "probe"
+            assert list(document)[-2:] == ["probe", "connect"]
             assert document["probe"] == {
                 "status": "running",
                 "topic": "vigia-probe",

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from exporter.collectors import render
+from exporter.granularity import FULL
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import fixture_path, snapshot, state
@@ -78,7 +79,7 @@ REPORTED_CONTROLLER = {
 
 
 def _per_broker(scenario: str, name: str) -> tuple[float | None, ...]:
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
     return tuple(value(found, name, broker=str(b)) for b in (1, 2, 3))
 
 
@@ -105,7 +106,7 @@ def test_followers_in_isr_per_broker(scenario: str) -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_under_replicated_and_under_min_isr(scenario: str) -> None:
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
     urp = {
         (labels["topic"], labels["partition"])
         for (name, labels), v in found.items()
@@ -126,7 +127,7 @@ def test_under_replicated_and_under_min_isr(scenario: str) -> None:
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_preferred_leader_imbalance_matches_broker_jmx(scenario: str) -> None:
     """JMX preferredreplicaimbalancecount: 23 with leaders moved off node 1, else 0."""
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
     not_preferred = sum(
         1
         for (name, _), v in found.items()
@@ -137,7 +138,7 @@ def test_preferred_leader_imbalance_matches_broker_jmx(scenario: str) -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_group_lags(scenario: str) -> None:
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
 
     def lag(group: str, topic: str) -> float | None:
         return value(found, "kafka_consumergroup_lag_sum", consumergroup=group, topic=topic)
@@ -175,7 +176,7 @@ def test_group_lags(scenario: str) -> None:
 
 
 def test_ingest_committed_offsets_are_sixty_percent_of_the_loaded_end_offsets() -> None:
-    found = samples(render(state("healthy")))
+    found = samples(render(state("healthy"), FULL))
     committed = [
         value(
             found,
@@ -200,7 +201,7 @@ def test_ingest_committed_offsets_are_sixty_percent_of_the_loaded_end_offsets() 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_bytes_per_broker(scenario: str) -> None:
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
     per_broker = tuple(
         sum(
             v
@@ -217,11 +218,11 @@ def test_a_broker_down_is_a_fact_about_the_cluster_not_an_exporter_failure() -> 
     s = state("broker-down")
     assert s.snapshot.errors == () and s.up
     assert dict(s.broker_up) == {1: False, 2: True, 3: True}
-    found = samples(render(s))
+    found = samples(render(s, FULL))
     assert value(found, "vigia_exporter_up") == 1
     assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 0
     assert [value(found, "kafka_broker_up", broker=b) for b in ("1", "2", "3")] == [0, 1, 1]
-    back = samples(render(state("broker-back-imbalanced")))
+    back = samples(render(state("broker-back-imbalanced"), FULL))
     assert [value(back, "kafka_broker_up", broker=b) for b in ("1", "2", "3")] == [1, 1, 1]
     replica_brokers = {
         labels["broker"] for (name, labels) in found if name == "kafka_partition_replica_size_bytes"
@@ -235,7 +236,7 @@ def test_a_broker_down_is_a_fact_about_the_cluster_not_an_exporter_failure() -> 
 def test_controller_is_the_quorum_leader(scenario: str) -> None:
     snap = snapshot(scenario)
     assert (snap.controller_id, snap.controller_source) == (2, "quorum")
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
     assert (
         value(found, "kafka_cluster_info", cluster_id="_AyGCUsRTnGHi0V-PhyEBQ", controller_id="2")
         == 1
@@ -259,7 +260,7 @@ def test_reported_controller_differs_from_the_quorum_leader() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_measure_end_offsets_and_leaders(scenario: str) -> None:
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
     offsets = [
         value(found, "kafka_topic_partition_current_offset", topic="measure", partition=str(p))
         for p in range(6)

@@ -25,7 +25,9 @@ TOP_KEYS = {
     "topics",
     "broker_topic_rates",
     "groups",
+    "source",  # null without --hes-dsn (tests/hes)
     "probe",
+    "connect",
 }
 BROKER_KEYS = {
     "id",

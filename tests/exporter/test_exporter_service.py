@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from exporter.app import create_app
+from exporter.granularity import DEFAULT, FULL, Granularity
 from exporter.service import GRACE_SECONDS, CollectionService
 from exporter.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
 from tests.exporter.exposition import samples, value
@@ -23,7 +24,7 @@ def test_endpoints_before_and_after_the_first_collection() -> None:
     adapter = fake.adapter()
     service = CollectionService(adapter.collect, interval=60, timeout=5)
     try:
-        with TestClient(create_app(service, manage_service=False)) as client:
+        with TestClient(create_app(service, manage_service=False, granularity=FULL)) as client:
             assert client.get("/healthz").json() == {"status": "ok"}
             assert client.get("/readyz").status_code == 503
             missing = client.get("/api/v1/cluster")
@@ -64,7 +65,7 @@ def test_broker_down_mid_life_is_a_fact_not_an_exporter_failure(
     adapter = fake.adapter()
     service = CollectionService(adapter.collect, interval=60, timeout=5)
     try:
-        with TestClient(create_app(service, manage_service=False)) as client:
+        with TestClient(create_app(service, manage_service=False, granularity=FULL)) as client:
             service.collect_once()
             assert value(samples(client.get("/metrics").text), "vigia_exporter_up") == 1
 
@@ -113,7 +114,7 @@ def test_deleted_topics_and_groups_disappear_from_metrics() -> None:
     adapter = fake.adapter()
     service = CollectionService(adapter.collect, interval=60, timeout=5)
     try:
-        with TestClient(create_app(service, manage_service=False)) as client:
+        with TestClient(create_app(service, manage_service=False, granularity=FULL)) as client:
             service.collect_once()
             assert 'topic="measure-quarantine"' in client.get("/metrics").text
             fake.snapshot = replace(
@@ -144,7 +145,7 @@ def test_a_hanging_collection_is_abandoned_and_metrics_stay_fast(
 
     service = CollectionService(hanging, interval=0.2, timeout=0.3)
     try:
-        with TestClient(create_app(service)) as client:  # starts the loop
+        with TestClient(create_app(service, granularity=FULL)) as client:  # starts the loop
             started = time.monotonic()
             while service.state is None and time.monotonic() - started < 10:
                 response_started = time.monotonic()
@@ -222,3 +223,33 @@ def test_one_log_line_when_a_phase_starts_failing_and_one_when_it_recovers(
         "phase configs failing: KafkaError _TIMED_OUT: slow",
         "phase configs recovered",
     ]
+
+
+def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import exporter.app
+
+    rendered: list[object] = []
+
+    def counting_render(state: object, granularity: Granularity = DEFAULT) -> str:
+        rendered.append(state)
+        return real_render(state, granularity)  # type: ignore[arg-type]
+
+    real_render = exporter.app.render
+    monkeypatch.setattr(exporter.app, "render", counting_render)
+    service = CollectionService(FakeCluster(snapshot("healthy")).adapter().collect, 60, 5)
+    with TestClient(create_app(service, manage_service=False)) as client:
+        service.collect_once()
+        service.collect_once()  # nobody scraped the first one: it is never rendered
+        assert rendered == []
+        first, second = client.get("/metrics"), client.get("/metrics")
+        assert rendered == [service.state]
+        assert first.content == second.content
+        # The default granularity: per-topic state families, no per-partition ones.
+        names = {name for name, _ in samples(first.text)}
+        assert "kafka_topic_under_replicated_partitions" in names
+        assert "kafka_topic_partition_under_replicated_partition" not in names
+        service.collect_once()
+        client.get("/metrics")
+        assert len(rendered) == 2

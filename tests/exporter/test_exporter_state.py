@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from benchmarks.exporter_snapshot import synthetic_snapshot
 from exporter.collectors import collectors, render
+from exporter.granularity import FULL
 from exporter.snapshot import (
     COLLECTION_PHASE,
     Broker,
@@ -119,7 +120,7 @@ def test_lag_is_clamped_and_absent_without_a_commit_or_a_latest_offset() -> None
             {"g": {("t", 0): 150, ("t", 1): 50, ("gone", 0): 7}},
         ),
     )
-    found = samples(render(s))
+    found = samples(render(s, FULL))
 
     def series(name: str) -> dict[tuple[str, str], float]:
         return {(k["topic"], k["partition"]): v for (n, k), v in found.items() if n == name}
@@ -150,7 +151,7 @@ def test_under_min_isr_uses_the_topic_value_then_the_broker_default(
     s = derive(
         None, _snap(0.0, {"t": [(1, 0)]}, isr=isr, configs=configs, broker_min_isr=broker_default)
     )
-    found = samples(render(s))
+    found = samples(render(s, FULL))
     assert value(found, "kafka_topic_partition_under_min_isr", topic="t", partition="0") == expected
     assert (
         value(found, "kafka_topic_partition_under_replicated_partition", topic="t", partition="0")
@@ -179,7 +180,7 @@ def test_failed_metadata_drops_every_kafka_family_and_sets_up_to_0() -> None:
     good = _snap(0.0, {"t": [(1, 5)]})
     bad = empty_snapshot(15.0, (PhaseError("metadata", "KafkaError _TRANSPORT: down"),))
     s = _chain(good, bad)
-    found = samples(render(s))
+    found = samples(render(s, FULL))
     assert {n for n, _ in found if n.startswith("kafka_")} == set()
     assert value(found, "vigia_exporter_up") == 0
     assert value(found, "vigia_exporter_collection_errors_total", phase="metadata") == 1
@@ -187,7 +188,7 @@ def test_failed_metadata_drops_every_kafka_family_and_sets_up_to_0() -> None:
 
 
 def test_health_before_the_first_collection() -> None:
-    found = samples(render(None))
+    found = samples(render(None, FULL))
     assert value(found, "vigia_exporter_up") == 0
     assert {n for n, _ in found} == {"vigia_exporter_up", "vigia_exporter_build_info"}
 
@@ -208,7 +209,7 @@ def test_fast_exposition_escapes_label_values_like_prometheus_client() -> None:
 
 def _assert_same_as_generate_latest(s: ExporterState) -> None:
     registry = CollectorRegistry(auto_describe=False)
-    for c in collectors(lambda: s):
+    for c in collectors(lambda: s, granularity=FULL):
         registry.register(c)
-    assert render(s) == generate_latest(registry).decode("utf-8")
-    assert family_names(render(s))
+    assert render(s, FULL) == generate_latest(registry).decode("utf-8")
+    assert family_names(render(s, FULL))

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from exporter.collectors import render
+from exporter.granularity import FULL
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples
 from tests.exporter.recorded import fixture_path, snapshot, state
@@ -57,7 +58,7 @@ def test_committed_partitions_match_kafka_consumer_groups_describe(scenario: str
             tool.add((cols[0], cols[1], int(cols[2])))
             if cols[8] != "-":
                 clients.setdefault(cols[0], set()).add(cols[8])
-    found = samples(render(state(scenario)))
+    found = samples(render(state(scenario), FULL))
     ours = {
         (labels["consumergroup"], labels["topic"], int(labels["partition"]))
         for (name, labels) in found

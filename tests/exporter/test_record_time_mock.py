@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from benchmarks.mock_cluster import MockGapsAdmin
 from exporter.filters import Filters
 from exporter.kafka_adapter import KafkaAdapter
 from exporter.record_time import RecordBudget
@@ -18,7 +18,6 @@ from exporter.record_time_adapter import RecordTimeReader
 from exporter.service import CollectionService
 from tests.conftest import MockCluster
 from tests.exporter.live import exporter_thread, wait_for
-from tests.exporter.test_exporter_mock_cluster import _MockGapsAdmin
 
 TOPIC = "backlog"
 PER_PARTITION = 40
@@ -123,7 +122,7 @@ def _exporter(bootstrap: str, budget: RecordBudget) -> tuple[CollectionService, 
         bootstrap,
         {},
         Filters(),
-        admin_factory=lambda config: _MockGapsAdmin(AdminClient(dict(config)), ["ingest"]),
+        admin_factory=lambda config: MockGapsAdmin(config, {"ingest": [TOPIC]}),
     )
     reader = RecordTimeReader(bootstrap, {}, budget)
     # The mock's missing admin APIs hold the adapter until its deadline; a real cluster answers

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ingest.job import running_since
 from ingest.metrics import (
     BatchWritten,
     IngestListener,
@@ -136,28 +137,41 @@ def _ratios(metrics: IngestMetrics) -> dict[str, float]:
     }
 
 
-def test_completeness_ratio_covers_closed_days_since_the_first_stored_one() -> None:
+def test_completeness_ratio_covers_closed_days_the_job_was_running_through() -> None:
     per_day = expected_measures_per_day(2)
     assert per_day == 2 * 96 * 4
     metrics = IngestMetrics("vigia-ingest", clock=lambda: NOW, expected_per_day=per_day)
-    metrics.seed_days({dt.date(2026, 11, 17): 192, dt.date(2026, 11, 21): 5})
+    # First started on the 16th at 09:00: the 17th is the first day it ran through.
+    metrics.running_since(dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC).timestamp())
+    metrics.seed_days({dt.date(2026, 11, 16): 100, dt.date(2026, 11, 17): 192})
     metrics.batch_written(BatchWritten(0, 768, 0, {dt.date(2026, 11, 20): 768}))
-    # Today (the 21st) is open; the 15th and 16th predate the first stored day.
+    # Today (the 21st) is open; the 16th was joined halfway, whatever it holds.
     assert _ratios(metrics) == {
         "2026-11-17": 0.25,
         "2026-11-18": 0.0,
         "2026-11-19": 0.0,
         "2026-11-20": 1.0,
     }
+    metrics.running_since(dt.datetime(2026, 11, 19, 0, 0, tzinfo=dt.UTC).timestamp())
+    assert set(_ratios(metrics)) == {"2026-11-19", "2026-11-20"}  # from its first second
 
 
-def test_completeness_ratio_shows_an_empty_yesterday_and_needs_the_meter_count() -> None:
-    assert _ratios(IngestMetrics("q", clock=lambda: NOW, expected_per_day=768)) == {
-        "2026-11-20": 0.0
-    }
+def test_a_brand_new_install_judges_no_day_it_never_saw() -> None:
+    """Started today: yesterday is not incomplete, it predates the job (no ticket)."""
+    fresh = IngestMetrics("q", clock=lambda: NOW, expected_per_day=768)
+    fresh.running_since(NOW - 3600)
+    fresh.seed_days({dt.date(2026, 11, 20): 5})  # late readings of yesterday, read from Kafka
+    assert _ratios(fresh) == {}
+    # Two days later, the first day it ran through (the 22nd) is judged, even with nothing stored.
+    later = IngestMetrics("q", clock=lambda: NOW + 2 * 86400, expected_per_day=768)
+    later.running_since(NOW - 3600)
+    assert _ratios(later) == {"2026-11-22": 0.0}
+    # Without the meter count or the start, nothing is judged.
     unknown = IngestMetrics("q", clock=lambda: NOW)
+    unknown.running_since(NOW - 30 * 86400)
     unknown.seed_days({dt.date(2026, 11, 20): 768})
     assert _ratios(unknown) == {}
+    assert _ratios(IngestMetrics("q", clock=lambda: NOW, expected_per_day=768)) == {}
 
 
 def test_families_exist_before_the_first_batch() -> None:
@@ -202,3 +216,23 @@ def test_listener_follows_only_its_query() -> None:
     assert exposed(metrics)[("vigia_ingest_query_active", ())] == 1
     listener.onQueryTerminated(SimpleNamespace(id="a"))
     assert exposed(metrics)[("vigia_ingest_query_active", ())] == 0
+
+
+class _DictFs:
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def read_text(self, path: str) -> str | None:
+        return self.files.get(path)
+
+    def write_text(self, path: str, text: str) -> None:
+        self.files[path] = text
+
+
+def test_the_first_start_is_kept_in_the_checkpoint_across_restarts() -> None:
+    fs = _DictFs()
+    first = running_since(fs, "/ckpt/", now=lambda: 1000.5)  # type: ignore[arg-type]
+    assert first == 1000.5 and fs.files == {"/ckpt/vigia-running-since": "1000.500\n"}
+    assert running_since(fs, "/ckpt", now=lambda: 9999.0) == 1000.5  # type: ignore[arg-type]
+    fs.files["/ckpt/vigia-running-since"] = "garbage"
+    assert running_since(fs, "/ckpt", now=lambda: 2000.0) == 2000.0  # type: ignore[arg-type]

@@ -15,6 +15,8 @@ Sources, each stamped with the job/instance/cluster labels Prometheus' scrape wo
   job does not serve yet (synthetic, named as in prometheus/rules/alerts.yml).
 - probe (`vigia_probe_*` on the exporter target): the exporter's real probe bookkeeping
   (`exporter.probe.tracker.LatencyTracker`) and collector, fed simulated probe rounds.
+- the HES leg (tests/monitoring/hes_history.py): the recorded Kafka Connect / Debezium / HES
+  database states in a loop, and the exporter's Connect and HES families.
 Every target is scraped every 15 s, like prometheus/prometheus.yml.
 """
 
@@ -464,12 +466,15 @@ def write_history(
     out: Path, workdir: Path, start: float, end: float, keep_jmx: Callable[[str], bool]
 ) -> History:
     """Writes [start, end] of every source as OpenMetrics into `out`."""
+    from tests.monitoring.hes_history import HesFeed  # it imports this module's helpers
+
     recordings = load_recordings()
     collections = exporter_collections(recordings, start, end, workdir)
     scrapes = jmx_scrapes(keep_jmx)
     rates = jmx_rates(scrapes, recordings.taken[SCENARIOS[-1]])
     ingest = IngestFeed(start)
     probe = ProbeFeed(start)
+    hes = HesFeed(start, keep_jmx)
 
     with out.open("w", encoding="utf-8") as handle:
         writer = OpenMetricsWriter(handle)
@@ -486,6 +491,10 @@ def write_history(
             ingest.advance(t)
             writer.up(INGEST, t, 1)
             writer.write(INGEST, ingest.samples(), t)
+            for target, samples in hes.step(t).items():
+                if target != EXPORTER:
+                    writer.up(target, t, 1)
+                writer.write(target, samples, t)
         writer.close()
     return History(start=start, end=end, samples=writer.samples)
 

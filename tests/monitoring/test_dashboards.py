@@ -15,13 +15,14 @@ from tests.monitoring import boards
 GRAFANA = boards.REPO / "grafana"
 DATASOURCE_UID = "vigia-prometheus"
 EXPECTED_BOARDS = {"vigia-kafka-cluster", "vigia-topics", "vigia-consumers", "vigia-ingest",
-                   "vigia-capacity"}  # fmt: skip
+                   "vigia-capacity", "vigia-hes"}  # fmt: skip
 EXPECTED_VARIABLES = {
     "vigia-kafka-cluster": {"cluster", "broker", "topic"},
     "vigia-topics": {"cluster", "topic", "broker"},
     "vigia-consumers": {"cluster", "group", "topic"},
     "vigia-ingest": {"cluster", "query"},
     "vigia-capacity": {"cluster", "broker"},
+    "vigia-hes": {"cluster", "connector"},
 }
 
 

@@ -30,7 +30,8 @@ from tests.servers import Server, start_prometheus, wait_until
 pytestmark = pytest.mark.prometheus
 
 PAGE_WITHIN = 45.0  # seconds from the query stopping to the page, with 1-2 s timers everywhere
-RUNBOOK = "https://github.com/vigia-project/vigia/blob/main/docs/runbooks/IngestQueryDown.md"
+# Links start with the repository's external label vigia_console_url (the Dash app).
+RUNBOOK = "http://localhost:8050/runbooks/IngestQueryDown"
 
 
 class IngestTarget:
@@ -140,11 +141,10 @@ def test_ingest_outage_pages_with_runbook_inhibits_symptoms_and_resolves(
     assert page["labels"] == {
         "alertname": "IngestQueryDown", "severity": "critical", "source": "ingest",
         "cluster": "smartmeter", "job": "vigia-ingest", "env": "dev",
+        "vigia_console_url": "http://localhost:8050",
     }  # fmt: skip
     assert page["annotations"]["runbook_url"] == RUNBOOK
-    assert page["annotations"]["dashboard_url"] == (
-        "http://localhost:3000/d/vigia-ingest?var-cluster=smartmeter"
-    )
+    assert page["annotations"]["dashboard_url"] == "http://localhost:8050/ingest"
     assert page["annotations"]["summary"] == (
         "Ingest job is not running its streaming query (smartmeter)"
     )

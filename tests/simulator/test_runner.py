@@ -214,3 +214,11 @@ def test_metrics_expose_the_tally() -> None:
     ]
     for line in expected:
         assert line in text.splitlines(), line
+
+
+def test_a_periodic_outage_repeats_after_each_period() -> None:
+    outage = Outage(after=60.0, duration=150.0, every=900.0)
+    held = [t for t in range(0, 2000, 10) if outage.holding(float(t))]
+    assert held[0] == 60 and 200 in held and 210 not in held
+    assert 960 in held and 1100 in held and 1110 not in held and 1860 in held
+    assert not Outage(after=60.0, duration=150.0).holding(960.0)  # once, without `every`

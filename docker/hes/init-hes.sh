@@ -1,0 +1,25 @@
+#!/bin/bash
+# MySQL image init script (/docker-entrypoint-initdb.d, run once on an empty data directory): the
+# hes database and table, and one user per role, each with only what it needs. Passwords come from
+# the environment (.env); the table from schema.sql, the same DDL as common/hes.py.
+set -euo pipefail
+: "${HES_WRITER_PASSWORD:?}" "${HES_READER_PASSWORD:?}" "${HES_MONITOR_PASSWORD:?}" "${HES_CONNECT_PASSWORD:?}"
+
+mysql_as_root() { mysql --protocol=socket -uroot -p"${MYSQL_ROOT_PASSWORD}" "$@"; }
+
+mysql_as_root -e "CREATE DATABASE IF NOT EXISTS hes"
+mysql_as_root hes < "${HES_SCHEMA:-/etc/vigia/hes/schema.sql}"
+mysql_as_root <<SQL
+-- The simulator, standing in for the head-end system: writes readings and corrections.
+CREATE USER IF NOT EXISTS 'hes_writer'@'%' IDENTIFIED BY '${HES_WRITER_PASSWORD}';
+GRANT SELECT, INSERT, UPDATE ON hes.* TO 'hes_writer'@'%';
+-- The exporter's source watch and the completeness checks: read only.
+CREATE USER IF NOT EXISTS 'hes_reader'@'%' IDENTIFIED BY '${HES_READER_PASSWORD}';
+GRANT SELECT ON hes.* TO 'hes_reader'@'%';
+-- mysqld_exporter's default collectors.
+CREATE USER IF NOT EXISTS 'hes_monitor'@'%' IDENTIFIED BY '${HES_MONITOR_PASSWORD}' WITH MAX_USER_CONNECTIONS 3;
+GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO 'hes_monitor'@'%';
+-- Debezium's MySQL connector: the snapshot, then the binlog.
+CREATE USER IF NOT EXISTS 'dbz'@'%' IDENTIFIED BY '${HES_CONNECT_PASSWORD}';
+GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO 'dbz'@'%';
+SQL

@@ -1,0 +1,89 @@
+"""The newest measure on the pipeline topic (I/O only): the last record of each partition.
+
+One assigned consumer, kept between rounds (never subscribes, never commits; its group id is a
+formality of the client): per round one ListOffsets per leader for the high watermarks and one
+fetch per partition at ``high − 1``, so the cost is one small record per partition whatever the
+topic's size. Used by `exporter.source_watch.SourceWatcher` for the ``hes_to_kafka`` hop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from exporter.librdkafka_log import librdkafka_logger
+from exporter.pipeline_hops import measure_ts
+
+librdkafka_log = librdkafka_logger("exporter.librdkafka")
+
+
+class TopicTailError(RuntimeError):
+    """The topic's last records could not be read within the deadline."""
+
+
+class TopicTail:
+    def __init__(self, topic: str, kafka_config: Mapping[str, str]) -> None:
+        self.topic = topic
+        self._consumer = Consumer(
+            {
+                **kafka_config,
+                "client.id": "vigia-exporter-topic-tail",
+                "group.id": "vigia-exporter-topic-tail",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "latest",
+            },
+            logger=librdkafka_log,
+        )
+
+    def newest_measure(self, timeout: float) -> float | None:
+        """Newest measure ts among the last records (None: the topic holds no measure)."""
+        deadline = time.monotonic() + timeout
+        try:
+            metadata = self._consumer.list_topics(self.topic, timeout=timeout)
+            topic = metadata.topics.get(self.topic)
+            if topic is None or topic.error is not None:
+                why = "no such topic" if topic is None else topic.error
+                raise TopicTailError(f"topic {self.topic!r} is not readable: {why}")
+            starts: list[TopicPartition] = []
+            for partition in sorted(topic.partitions):
+                low, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=_left(deadline), cached=False
+                )
+                if high > low:
+                    starts.append(TopicPartition(self.topic, partition, high - 1))
+            if not starts:
+                return None
+            self._consumer.assign(starts)
+            try:
+                return self._newest(len(starts), deadline)
+            finally:
+                self._consumer.unassign()
+        except KafkaException as exc:
+            raise TopicTailError(f"{self.topic}: {exc.args[0].str()}") from exc
+
+    def _newest(self, partitions: int, deadline: float) -> float | None:
+        seen: set[int] = set()
+        newest: float | None = None
+        while len(seen) < partitions:
+            if time.monotonic() >= deadline:
+                raise TopicTailError(
+                    f"{self.topic}: {partitions - len(seen)} partition(s) gave no record in time"
+                )
+            for message in self._consumer.consume(partitions, timeout=min(0.5, _left(deadline))):
+                if message.error() is not None:
+                    continue  # end of partition or a transient fetch error: the deadline bounds it
+                seen.add(message.partition() or 0)
+                ts = measure_ts(message.value())
+                if ts is not None and (newest is None or ts > newest):
+                    newest = ts
+        return newest
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def _left(deadline: float) -> float:
+    return max(0.001, deadline - time.monotonic())

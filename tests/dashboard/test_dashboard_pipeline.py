@@ -1,0 +1,137 @@
+"""The pipeline page's hops, on the recorded Kafka Connect + Debezium states: the exporter's
+Connect families (its real collector on the recorded REST answers), the worker's recorded JMX
+scrape and the exporter's JSON `connect` section, as Prometheus and the exporter return them."""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import pytest
+
+from dashboard.data import Fetched, Sample, Unreachable, Window
+from dashboard.pages import PAGE_BY_PATH
+from dashboard.views import pipeline
+from dashboard.views.common import PageContext
+from exporter.connect.collector import connect_json, render_connect
+from tests.connect.recorded import FIXTURES, STATES
+from tests.connect.test_connect_model import DENIED, REFUSED, recorded_reports
+from tests.exporter.exposition import samples
+
+NOW = 1795484000.0
+REPORTS = dict(zip(STATES, recorded_reports(), strict=True))
+
+
+def _jmx(state: str, name: str) -> list[Sample]:
+    text = (FIXTURES / state / "worker-metrics.prom").read_text(encoding="utf-8")
+    return [
+        Sample({"server": dict(labels)["server"]}, value)
+        for (metric, labels), value in samples(text).items()
+        if metric == name and dict(labels).get("context") == "streaming"
+    ]
+
+
+def context(state: str) -> PageContext:
+    """What the page's queries return for a recorded state (a healthy rest of the pipeline)."""
+    exporter = samples(render_connect([REPORTS[state]]))
+    tasks = [
+        Sample(
+            {
+                "connector": dict(lab)["connector"],
+                "task": dict(lab)["task"],
+                "state": dict(lab)["state"],
+            },
+            1.0,
+        )
+        for (name, lab), v in exporter.items()
+        if name == "kafka_connect_task_state" and v == 1
+    ]
+    db_up = state in ("healthy", "task-failed-db-back", "recovered")
+    one = lambda v: [Sample({}, v)]  # noqa: E731
+    instant = {
+        "hes_up": one(1.0 if db_up else 0.0),
+        "hes_age": one(20.0),
+        "hes_days": [Sample({"measure_date": "2026-11-24"}, 119310.0)],
+        "workers": [Sample({"connect": "connect"}, 1.0)],
+        "tasks": tasks,
+        "connected": _jmx(state, "debezium_mysql_connected"),
+        "since_event": [
+            Sample(s.labels, (s.value or 0) / 1000)
+            for s in _jmx(state, "debezium_mysql_milli_seconds_since_last_event")
+        ],
+        "kafka_rate": one(500.0),
+        "kafka_offline": one(0.0),
+        "ingest_active": one(1.0),
+        "ingest_backlog": one(30.0),
+        "store_age": one(60.0),
+    }
+    cluster = {"connect": json.loads(json.dumps(connect_json([REPORTS[state]])))}
+    fetched = Fetched(cluster=cluster, alerts=[], instant=instant, ranged={})  # type: ignore[arg-type]
+    return PageContext(fetched, Window(NOW - 3600, NOW, 15), NOW)
+
+
+def lights(ctx: PageContext) -> dict[str, tuple[str, str]]:
+    return {h.key: (h.status, h.headline) for h in pipeline.hops(ctx)}
+
+
+@pytest.mark.parametrize(
+    ("state", "connect"),
+    [
+        # hes-broken's task is FAILED in every recorded state (password rotated): always red.
+        ("healthy", ("red", "1 task FAILED")),
+        ("db-down-70s", ("red", "1 task FAILED")),
+        ("task-failed", ("red", "2 tasks FAILED")),
+        ("task-failed-db-back", ("red", "2 tasks FAILED")),
+        ("recovered", ("red", "1 task FAILED")),
+    ],
+)
+def test_connect_hop_per_recorded_state(state: str, connect: tuple[str, str]) -> None:
+    got = lights(context(state))
+    assert got["connect"] == connect
+    assert got["hes"][0] == (
+        "green" if state in ("healthy", "task-failed-db-back", "recovered") else "red"
+    )
+    facts = dict(next(h for h in pipeline.hops(context(state)) if h.key == "connect").facts)
+    if state.startswith("task-failed"):
+        # every Debezium series is gone while the task is failed
+        assert facts["binlog connected"] == "no series (task failed?)"
+    elif state == "db-down-70s":
+        assert facts["binlog connected"] == "cdc no" and facts["since last event"] == "95 s"
+    else:
+        assert facts["binlog connected"] == "cdc yes"
+
+
+def test_a_disconnected_binlog_is_red_even_while_rest_says_running() -> None:
+    ctx = context("db-down-20s")
+    only_measure = [
+        s for s in ctx.fetched.instant["tasks"] if s.labels["connector"] == "hes-measure"
+    ]  # type: ignore[union-attr]
+    ctx.fetched.instant["tasks"] = only_measure
+    assert lights(ctx)["connect"] == ("red", "not connected: cdc")
+
+
+def test_failed_tasks_table_has_the_first_trace_line() -> None:
+    rows = pipeline.failed_tasks(context("task-failed").fetched.cluster)  # type: ignore[arg-type]
+    assert rows == [
+        ["connect", "hes-broken/0", "FAILED", DENIED],
+        ["connect", "hes-measure/0", "FAILED", REFUSED],
+    ]
+    assert pipeline.failed_tasks(
+        {"connect": [{"connect": "c", "up": False, "error": "timed out"}]}
+    ) == [["c", "–", "NOT ANSWERING", "timed out"]]
+
+
+def test_no_data_is_grey_and_the_page_still_builds() -> None:
+    fetched = Fetched(cluster=Unreachable("exporter", "down"), alerts=None, instant={}, ranged={})
+    ctx = PageContext(fetched, Window(0, 3600, 15), 3600)
+    assert {k: v[0] for k, v in lights(ctx).items()} == dict.fromkeys(
+        ("hes", "connect", "kafka", "spark", "parquet"), "grey"
+    )
+    page = PAGE_BY_PATH["/pipeline"].build(ctx)
+    assert page
+
+
+def test_hop_lag_figure_is_valid() -> None:
+    page = pipeline.build(context("recovered"))
+    graph = page[1].children[1].children[1]
+    go.Figure(graph.figure)

@@ -1,0 +1,134 @@
+"""The pipeline page in headless Chromium against real backends on loopback.
+
+Prometheus (Debian binary) holds 40 minutes of the monitoring suite's history
+(tests/monitoring/history.py), which loops the recorded Kafka, ingest and Connect/Debezium/HES
+states through the real exporter, ingest and Connect collectors; the exporter's /api/v1/cluster
+adds the `connect` section its Connect collector builds from a recorded state; the dashboard is
+the real `vigia-dashboard` CLI. The screenshot goes to $VIGIA_DASHBOARD_SCREENSHOTS.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from exporter.connect.collector import connect_json
+from tests.conftest import free_port
+from tests.connect.recorded import STATES
+from tests.connect.test_connect_model import DENIED, recorded_reports
+from tests.dashboard.backends import ClusterJsonServer, RealAlertmanager
+from tests.dashboard.recorded import cluster_json
+from tests.dashboard.test_dashboard_browser import (  # the module skips when Chromium is missing
+    Stack,
+    assert_no_console_errors,
+    browser,
+    open_page,
+    screenshot,
+    table,
+    wait_for,
+)
+from tests.monitoring.history import write_history
+from tests.servers import PROMTOOL, Server, run, start, start_prometheus
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.prometheus,
+    pytest.mark.filterwarnings("ignore:HTTPResponse.getheader:DeprecationWarning"),
+]
+__all__ = ["browser"]  # the shared Chromium fixture, driven by this module's `stack`
+
+HISTORY_SECONDS = 40 * 60
+REPORTS = dict(zip(STATES, recorded_reports(), strict=True))
+
+
+class ExporterWithConnect(ClusterJsonServer):
+    """The recorded cluster JSON plus the `connect` section of a recorded Connect state."""
+
+    connect_state = "healthy"  # the state the history ends in (2,400 s = 300 s into a cycle)
+
+    def body(self) -> bytes:
+        document = cluster_json(self.scenario, collected_at=time.time() - 5)
+        document["connect"] = connect_json([REPORTS[self.connect_state]])
+        return json.dumps(document).encode()
+
+
+class HistoryPrometheus:
+    def __init__(self, work: object) -> None:
+        from pathlib import Path
+
+        assert PROMTOOL is not None
+        self.work = Path(str(work))
+        end = time.time() - 20
+        source = self.work / "history.om"
+        write_history(source, self.work / "recordings", end - HISTORY_SECONDS, end, lambda _: True)
+        result = run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(source),
+                      str(self.work / "tsdb")])  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        source.unlink()
+        self.config = self.work / "prometheus.yml"
+        self.config.write_text("global:\n  scrape_interval: 15s\n", encoding="utf-8")
+        self.server: Server | None = None
+
+    def start(self) -> str:
+        self.server = start_prometheus(
+            self.config, self.work / "tsdb", self.work / "prometheus.log", port=free_port()
+        )
+        return self.server.url
+
+    def stop(self) -> None:
+        if self.server:
+            self.server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    work = tmp_path_factory.mktemp("dashboard-pipeline")
+    prometheus = HistoryPrometheus(work)
+    exporter = ExporterWithConnect()
+    alertmanager = RealAlertmanager(work)
+    port = free_port()
+    dashboard: Server | None = None
+    try:
+        prometheus_url = prometheus.start()
+        exporter.start()
+        alertmanager.start()
+        command = [
+            sys.executable, "-m", "dashboard.cli", f"--prometheus-url={prometheus_url}",
+            f"--exporter-url={exporter.url}", f"--alertmanager-url={alertmanager.url}",
+            "--refresh-interval=30", f"--port={port}",
+        ]  # fmt: skip
+        dashboard = start("vigia-dashboard", command, port, work / "dashboard.log", "/healthz")
+        yield Stack(prometheus, exporter, alertmanager, dashboard, f"http://127.0.0.1:{port}")  # type: ignore[arg-type]
+    finally:
+        if dashboard:
+            dashboard.stop()
+        alertmanager.stop()
+        exporter.stop()
+        prometheus.stop()
+
+
+def hops(driver: object) -> dict[str, tuple[str, str]]:
+    found = driver.execute_script(  # type: ignore[attr-defined]
+        "return [...document.querySelectorAll('.hop')].map(h => ["
+        "h.id.replace('hop-', ''),"
+        "[...h.classList].find(c => /^light-(red|amber|green|grey)$/.test(c)).slice(6),"
+        "h.querySelector('.hop-headline').innerText]);"
+    )
+    return {key: (colour, headline) for key, colour, headline in found}  # in page order
+
+
+def test_pipeline_page_draws_every_hop_with_its_state(browser: object, stack: Stack) -> None:
+    open_page(browser, stack, "/pipeline")  # type: ignore[arg-type]
+    got = wait_for(browser, lambda: len(hops(browser)) == 5 and hops(browser), "five hops")  # type: ignore[arg-type]
+    assert list(got) == ["hes", "connect", "kafka", "spark", "parquet"]
+    # Every hop has data from the history; hes-broken's task is FAILED in every recorded state.
+    assert all(colour != "grey" for colour, _ in got.values()), got
+    assert got["connect"][0] == "red" and "FAILED" in got["connect"][1]
+    rows = table(browser, "connect-tasks")  # type: ignore[arg-type]
+    assert rows == [["connect", "hes-broken/0", "FAILED", DENIED]]
+    assert_no_console_errors(browser)  # type: ignore[arg-type]
+    screenshot(browser, "pipeline")  # type: ignore[arg-type]
