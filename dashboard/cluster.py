@@ -7,7 +7,7 @@ may be null or missing and become None, so the dashboard shows "no data" rather 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -177,6 +177,12 @@ class Cluster:
     topics: tuple[Topic, ...]
     broker_topic_rates: tuple[BrokerTopicRate, ...]
     groups: tuple[Group, ...]
+    # Optional APIs the exporter found the cluster answers (True) or lacks (False); absent: unknown.
+    capabilities: Mapping[str, bool] = field(default_factory=dict)
+
+    def lacks(self, capability: str) -> bool:
+        """True when the cluster said it does not support this API (docs/metrics.md)."""
+        return self.capabilities.get(capability) is False
 
     @cached_property
     def partitions(self) -> tuple[Partition, ...]:
@@ -335,6 +341,7 @@ def parse_cluster(raw: Mapping[str, Any]) -> Cluster:
             for r in raw.get("broker_topic_rates") or ()
         ),
         groups=tuple(_group(g) for g in raw.get("groups") or ()),
+        capabilities={str(k): bool(v) for k, v in (raw.get("capabilities") or {}).items()},
     )
 
 

@@ -20,7 +20,7 @@ from exporter.probe.runner import DISABLED, ProbeRunner
 from exporter.probe.tracker import OUTCOMES
 from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
 from exporter.source_watch import SourceWatcher
-from exporter.state import ExporterState, PartitionLag
+from exporter.state import BrokerCounts, ExporterState, PartitionLag, UncommittedPartition
 
 PROBE_KEY = "probe"
 CONNECT_KEY = "connect"  # the Kafka Connect clusters (exporter.connect.collector.connect_json)
@@ -108,6 +108,7 @@ def state_json(state: ExporterState) -> dict[str, Any]:
             {"phase": e.phase, "kind": kind_of(e.message) or "other", "message": e.message}
             for e in snap.errors
         ],
+        "capabilities": dict(sorted(snap.capabilities.items())),
         "cluster": {
             "cluster_id": snap.cluster_id,
             "controller_id": snap.controller_id,
@@ -128,8 +129,10 @@ def _brokers(state: ExporterState) -> list[dict[str, Any]]:
     known: dict[int, Broker] = {b.id: b for b in snap.brokers}
     log_dirs: dict[int, BrokerLogDirs] = {b.broker: b for b in snap.log_dirs}
     brokers = []
-    # Brokers missing from metadata but still holding replicas (stopped, fenced) are listed too.
-    for broker_id, counts in sorted(state.broker_counts.items()):
+    # Brokers missing from metadata but still expected (holding replicas, KRaft voters) are listed
+    # too: they are down.
+    for broker_id in sorted(state.broker_counts.keys() | state.broker_up.keys()):
+        counts = state.broker_counts.get(broker_id, BrokerCounts())
         meta = known.get(broker_id)
         dirs = log_dirs.get(broker_id)
         brokers.append(
@@ -207,21 +210,37 @@ def _groups(state: ExporterState) -> list[dict[str, Any]]:
     lags: dict[str, list[PartitionLag]] = defaultdict(list)
     for item in state.group_lags:
         lags[item.group].append(item)
-    return [_group(state, g, lags[g.group_id]) for g in state.snapshot.groups]
+    uncommitted: dict[str, list[UncommittedPartition]] = defaultdict(list)
+    for u in state.uncommitted:
+        uncommitted[u.group].append(u)
+    return [
+        _group(state, g, lags[g.group_id], uncommitted[g.group_id]) for g in state.snapshot.groups
+    ]
 
 
-def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag]) -> dict[str, Any]:
+def _group(
+    state: ExporterState,
+    group: ConsumerGroup,
+    lags: list[PartitionLag],
+    uncommitted: list[UncommittedPartition],
+) -> dict[str, Any]:
     per_topic: dict[str, list[PartitionLag]] = defaultdict(list)
     for item in lags:
         per_topic[item.topic].append(item)
+    not_committed: dict[str, list[UncommittedPartition]] = defaultdict(list)
+    for u in uncommitted:
+        not_committed[u.topic].append(u)
     evaluation = state.group_status.get(group.group_id)
     topics = []
-    for topic, items in sorted(per_topic.items()):
+    for topic in sorted(per_topic.keys() | not_committed.keys()):
+        items = per_topic[topic]
         known = [i.lag for i in items if i.lag is not None]
+        known += [u.backlog for u in not_committed[topic] if u.owned and u.backlog is not None]
         topics.append(
             {
                 "topic": topic,
                 "lag": sum(known) if known else None,
+                "uncommitted_partitions": len(not_committed[topic]),
                 "committed_offset_sum": sum(i.committed for i in items),
                 "max_lag_seconds": state.max_lag_seconds.get((group.group_id, topic)),
                 "max_lag_seconds_method": _max_method(state, group.group_id, topic, items),
@@ -248,9 +267,27 @@ def _group(state: ExporterState, group: ConsumerGroup, lags: list[PartitionLag])
             for m in group.members
         ],
         "topics": topics,
-        "partitions": [
-            _group_partition(state, i) for i in sorted(lags, key=lambda i: (i.topic, i.partition))
-        ],
+        "partitions": sorted(
+            [_group_partition(state, i) for i in lags]
+            + [_uncommitted_partition(u) for u in uncommitted],
+            key=lambda p: (p["topic"], p["partition"]),
+        ),
+    }
+
+
+def _uncommitted_partition(u: UncommittedPartition) -> dict[str, Any]:
+    return {
+        "topic": u.topic,
+        "partition": u.partition,
+        "committed_offset": None,
+        "owned": u.owned,
+        "latest_offset": None,
+        "lag": u.backlog if u.owned else None,
+        "lag_seconds": None,
+        "lag_seconds_method": None,
+        "status": None,
+        "status_window_complete": None,
+        "status_window_completeness": None,
     }
 
 

@@ -5,11 +5,13 @@ Requests per collection grow with brokers and groups, never with partitions:
   one for a broker's defaults, one ListOffsets call for the earliest and one for the latest offsets
   of every partition (librdkafka sends one request per leader broker), ListGroups, one batched
   DescribeGroups, and one OffsetFetch (`list_consumer_group_offsets`) per group;
-- kafka-python KafkaAdminClient (confluent-kafka lacks these): DescribeLogDirs once per broker, so
-  one failing broker hides nothing else, and DescribeQuorum for the real KRaft controller plus
+- kafka-python KafkaAdminClient (confluent-kafka lacks these): DescribeLogDirs once per broker in
+  the metadata, so one failing or slow broker hides nothing else (a broker absent from the
+  metadata is down: it is not asked), and DescribeQuorum for the real KRaft controller plus
   DescribeCluster for racks.
 Phases run concurrently after the metadata call and each failure stays in its phase: its data is
 missing from the snapshot and its error is listed. Every wait is bounded by the collection deadline.
+An API the cluster does not support is a capability it lacks (exporter.capabilities), not an error.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from kafka.admin import KafkaAdminClient
 from common.kafka_config import to_kafka_python
 from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from common.kafka_errors import AUTHORIZATION, kind_of
+from exporter.capabilities import CapabilityTracker, is_unsupported
 from exporter.filters import Filters
+from exporter.kafka_python_log import quiet_kafka_python
 from exporter.snapshot import (
     Broker,
     BrokerLogDirs,
@@ -77,6 +81,13 @@ TOPIC_CONFIG_KEYS = (
 )
 T = TypeVar("T")
 OFFSETS_PER_CALL = 500
+PER_BROKER_RESERVE_SECONDS = 0.25
+# The capabilities served through kafka-python's client.
+LEGACY_CAPABILITIES = ("describe_cluster", "describe_quorum", "describe_log_dirs")
+# Consecutive collections in which kafka-python cannot bootstrap while librdkafka reads the
+# metadata before its APIs count as unavailable (librdkafka's mock answers kafka-python's
+# ApiVersions request in a form it cannot decode): once could be a blip.
+LEGACY_BOOTSTRAP_FAILURES_BEFORE_OFF = 2
 
 
 def error_text(exc: object) -> str:
@@ -94,9 +105,10 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         self._end = time.monotonic() + seconds
 
-    def remaining(self) -> float:
-        """Seconds left, never zero: a call with no time left fails fast instead of blocking."""
-        return max(0.05, self._end - time.monotonic())
+    def remaining(self, reserve: float = 0.0) -> float:
+        """Seconds left (minus `reserve`), never zero: a call with no time left fails fast
+        instead of blocking."""
+        return max(0.05, self._end - time.monotonic() - reserve)
 
 
 @dataclass
@@ -152,6 +164,7 @@ class KafkaAdapter:
         legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
     ) -> None:
         self._filters = filters
+        quiet_kafka_python()
         # librdkafka's own log lines go through Python logging like everything else, and name
         # authentication and TLS failures (see common.kafka_diagnostics).
         self._diagnostics = KafkaDiagnostics(options, "exporter.librdkafka")
@@ -171,6 +184,8 @@ class KafkaAdapter:
         self._legacy_factory = legacy_admin_factory
         self._legacy: Any = None
         self._legacy_lock = threading.Lock()
+        self._legacy_failures = 0
+        self._capabilities = CapabilityTracker()
         # Blocking kafka-python calls (one per broker for log dirs) and the group chain run here,
         # concurrently with the confluent-kafka futures. Threads are started only when needed.
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="vigia-kafka")
@@ -226,10 +241,6 @@ class KafkaAdapter:
             b.id: Broker(b.id, b.host, b.port) for b in metadata.brokers.values() if b.id >= 0
         }
         topics = self._topics(metadata, set(brokers))
-        replica_holders = sorted(
-            set(brokers).union(*(p.replicas for t in topics for p in t.partitions))
-        )
-
         launched = time.monotonic()
         legacy = self._pool.submit(self._legacy_admin, deadline)
         cluster = self._pool.submit(
@@ -241,7 +252,7 @@ class KafkaAdapter:
             launched,
             self._log_dirs,
             legacy,
-            replica_holders,
+            sorted(brokers),
             deadline,
         )
         groups = self._pool.submit(self._groups, deadline, phases)
@@ -274,7 +285,15 @@ class KafkaAdapter:
             broker_min_insync_replicas=broker_default,
             errors=tuple(sorted(phases.errors, key=lambda e: e.phase)),
             durations=MappingProxyType(dict(phases.durations)),
+            capabilities=self._capabilities.snapshot(),
         )
+
+    def _unsupported(self, capability: str, exc: object) -> bool:
+        """Records the capability as off when `exc` says the cluster lacks it."""
+        if not is_unsupported(exc):
+            return False
+        self._capabilities.unsupported(capability, error_text(exc))
+        return True
 
     # -- metadata ---------------------------------------------------------------------------
 
@@ -311,6 +330,9 @@ class KafkaAdapter:
         """Topic configs and the broker-wide min.insync.replicas (for topics that lack one)."""
         started = time.monotonic()
         futures: dict[Any, Future[Any]] = {}
+        if not self._capabilities.should_ask("describe_configs"):
+            phases.timed("configs", started)
+            return None, {}
         try:
             if topics:
                 resources = [ConfigResource(ResourceType.TOPIC, t.name) for t in topics]
@@ -323,17 +345,23 @@ class KafkaAdapter:
                     self._admin.describe_configs(broker, request_timeout=deadline.remaining())
                 )
         except Exception as exc:
-            phases.fail("configs", error_text(exc))
+            if not self._unsupported("describe_configs", exc):
+                phases.fail("configs", error_text(exc))
         wait(futures.values(), timeout=deadline.remaining())
         topic_configs: dict[str, dict[str, str]] = {}
         broker_default = None
         failures: list[str] = []
+        unsupported = False
         for resource, future in futures.items():
             try:
                 entries = future.result(timeout=0)
             except Exception as exc:
-                failures.append(f"{resource.name}: {error_text(exc)}")
+                if self._unsupported("describe_configs", exc):
+                    unsupported = True
+                else:
+                    failures.append(f"{resource.name}: {error_text(exc)}")
                 continue
+            self._capabilities.supported("describe_configs")
             if resource.restype == ResourceType.BROKER:
                 value = entries.get("min.insync.replicas")
                 broker_default = int(value.value) if value is not None and value.value else None
@@ -343,7 +371,8 @@ class KafkaAdapter:
                     for k in TOPIC_CONFIG_KEYS
                     if k in entries and entries[k].value is not None
                 }
-        if failures:
+        # The other resources of an unsupported call may just time out.
+        if failures and not unsupported:
             phases.fail("configs", _summary(failures, len(futures), "resources"))
         phases.timed("configs", started)
         return broker_default, topic_configs
@@ -408,14 +437,11 @@ class KafkaAdapter:
         started = time.monotonic()
         ids: set[str] = set()
         try:
-            listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
-                timeout=deadline.remaining()
-            )
-            ids.update(g.group_id for g in listing.valid if self._filters.groups.allows(g.group_id))
-            if listing.errors:
-                phases.fail("groups", f"ListGroups: {error_text(listing.errors[0])}")
+            if self._capabilities.should_ask("list_groups"):
+                ids.update(self._list_groups(deadline, phases))
         except Exception as exc:
-            phases.fail("groups", f"ListGroups: {error_text(exc)}")
+            if not self._unsupported("list_groups", exc):
+                phases.fail("groups", f"ListGroups: {error_text(exc)}")
         group_ids = sorted(ids)
         if not group_ids:
             phases.timed("groups", started)
@@ -423,11 +449,13 @@ class KafkaAdapter:
 
         described: dict[str, Future[Any]] = {}
         try:
-            described = self._admin.describe_consumer_groups(
-                group_ids, request_timeout=deadline.remaining()
-            )
+            if self._capabilities.should_ask("describe_groups"):
+                described = self._admin.describe_consumer_groups(
+                    group_ids, request_timeout=deadline.remaining()
+                )
         except Exception as exc:
-            phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
+            if not self._unsupported("describe_groups", exc):
+                phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
         offsets: dict[str, Future[Any]] = {}
         offset_failures: list[str] = []
         for group_id in group_ids:
@@ -444,8 +472,19 @@ class KafkaAdapter:
 
         groups = []
         describe_failures: list[str] = []
+        unsupported = {
+            group_id
+            for group_id, future in described.items()
+            if future.done()
+            and future.exception() is not None
+            and self._unsupported("describe_groups", future.exception())
+        }
+        if len(unsupported) < len(described):
+            self._capabilities.supported("describe_groups")
         for group_id in group_ids:
-            description = _future_value(described.get(group_id), group_id, describe_failures)
+            description = None
+            if group_id not in unsupported:
+                description = _future_value(described.get(group_id), group_id, describe_failures)
             committed = _future_value(offsets.get(group_id), group_id, offset_failures)
             groups.append(_group(group_id, description, committed, self._filters))
         # Groups the exporter may not see are a fact about its permissions, summarised apart so
@@ -460,21 +499,48 @@ class KafkaAdapter:
         phases.timed("group_offsets", started)
         return tuple(groups)
 
+    def _list_groups(self, deadline: Deadline, phases: _Phases) -> list[str]:
+        listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
+            timeout=deadline.remaining()
+        )
+        # librdkafka asks every broker: one error per broker that could not answer.
+        listed_errors = listing.errors or ()
+        errors = [e for e in listed_errors if not self._unsupported("list_groups", e)]
+        if len(errors) == len(listed_errors):
+            self._capabilities.supported("list_groups")
+        if errors:
+            phases.fail("groups", f"ListGroups: {error_text(errors[0])}")
+        return [g.group_id for g in listing.valid if self._filters.groups.allows(g.group_id)]
+
     # -- kafka-python: log dirs and quorum (run on the pool) --------------------------------
 
     def _legacy_admin(self, deadline: Deadline) -> Any:
-        """The kafka-python client, created on first use; creation bootstraps (bounded)."""
+        """The kafka-python client, created on first use (creation bootstraps, bounded); None
+        when none of its capabilities is to be asked for."""
+        if not any(self._capabilities.should_ask(c) for c in LEGACY_CAPABILITIES):
+            return None
         with self._legacy_lock:  # an abandoned collection may still be creating one
             if self._legacy is None:
                 # Leave time to report kafka-python's own error before the collection deadline.
                 timeout_ms = int(deadline.remaining() * 800)
-                self._legacy = self._legacy_factory(
-                    {
-                        **self._legacy_config,
-                        "bootstrap_timeout_ms": timeout_ms,
-                        "request_timeout_ms": max(timeout_ms, 1000),
-                    }
-                )
+                try:
+                    self._legacy = self._legacy_factory(
+                        {
+                            **self._legacy_config,
+                            "bootstrap_timeout_ms": timeout_ms,
+                            "request_timeout_ms": max(timeout_ms, 1000),
+                        }
+                    )
+                except Exception as exc:
+                    # Called after librdkafka read the metadata from the same servers.
+                    self._legacy_failures += 1
+                    if self._legacy_failures < LEGACY_BOOTSTRAP_FAILURES_BEFORE_OFF:
+                        raise
+                    reason = f"kafka-python cannot connect where librdkafka can: {error_text(exc)}"
+                    for capability in LEGACY_CAPABILITIES:
+                        self._capabilities.unsupported(capability, reason)
+                    return None
+                self._legacy_failures = 0
             return self._legacy
 
     def _cluster_info(
@@ -483,33 +549,46 @@ class KafkaAdapter:
         """The KRaft quorum (for the controller) and the racks; each call fails on its own."""
         client = legacy.result(timeout=deadline.remaining())
         quorum = None
-        try:
-            quorum = _quorum(client.describe_metadata_quorum())
-        except (kafka_errors.IncompatibleBrokerVersion, kafka_errors.UnsupportedVersionError):
-            pass  # not KRaft (ZooKeeper mode): there the Metadata controller is the real one
-        except Exception as exc:
-            phases.fail("cluster", f"DescribeQuorum: {error_text(exc)}")
         racks: dict[int, str | None] = {}
-        try:
-            described = client.describe_cluster()
-            racks = {int(b["broker_id"]): b.get("rack") or None for b in described["brokers"]}
-        except Exception as exc:
-            phases.fail("cluster", f"DescribeCluster: {error_text(exc)}")
+        if client is None:
+            return quorum, racks
+        # Without DescribeQuorum (ZooKeeper mode) the Metadata controller is the real one.
+        if self._capabilities.should_ask("describe_quorum"):
+            try:
+                quorum = _quorum(client.describe_metadata_quorum())
+                self._capabilities.supported("describe_quorum")
+            except Exception as exc:
+                if not self._unsupported("describe_quorum", exc):
+                    phases.fail("cluster", f"DescribeQuorum: {error_text(exc)}")
+        if self._capabilities.should_ask("describe_cluster"):
+            try:
+                described = client.describe_cluster()
+                racks = {int(b["broker_id"]): b.get("rack") or None for b in described["brokers"]}
+                self._capabilities.supported("describe_cluster")
+            except Exception as exc:
+                if not self._unsupported("describe_cluster", exc):
+                    phases.fail("cluster", f"DescribeCluster: {error_text(exc)}")
         return quorum, racks
 
     def _log_dirs(
         self, legacy: Future[Any], broker_ids: Iterable[int], deadline: Deadline
     ) -> tuple[BrokerLogDirs, ...]:
         client = legacy.result(timeout=deadline.remaining())
+        if client is None or not self._capabilities.should_ask("describe_log_dirs"):
+            return ()
         calls = {b: self._pool.submit(client.describe_log_dirs, brokers=[b]) for b in broker_ids}
-        wait(calls.values(), timeout=deadline.remaining())
+        # Stop waiting for slow brokers a little before the phase itself is given up, so that
+        # the brokers that answered are kept and only the slow ones are reported.
+        wait(calls.values(), timeout=deadline.remaining(reserve=PER_BROKER_RESERVE_SECONDS))
         results = []
         for broker, call in calls.items():
             try:
                 responses = call.result(timeout=0)
                 results.append(_broker_log_dirs(broker, responses))
+                self._capabilities.supported("describe_log_dirs")
             except Exception as exc:
-                results.append(BrokerLogDirs(broker, error_text(exc), ()))
+                if not self._unsupported("describe_log_dirs", exc):
+                    results.append(BrokerLogDirs(broker, error_text(exc), ()))
         return tuple(results)
 
 

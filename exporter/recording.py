@@ -20,6 +20,7 @@ from exporter.collectors import exposition
 from exporter.granularity import DEFAULT, Granularity
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.snapshot import (
+    CAPABILITIES,
     Broker,
     BrokerLogDirs,
     ClusterSnapshot,
@@ -90,7 +91,12 @@ def snapshot_from_recording(data: Mapping[str, Any]) -> ClusterSnapshot:
     controller_id, controller_source = resolve_controller(
         quorum, cluster.get("controller_id"), "describe_cluster"
     )
-    log_dirs = tuple(_broker_log_dirs(b) for b in data.get("log_dirs", []))
+    in_metadata = {int(b["id"]) for b in cluster["brokers"]}
+    # The recorder asked every node, the exporter asks only the brokers in the metadata: a stopped
+    # broker's answer (UnknownBrokerIdError) is what the exporter never sees.
+    log_dirs = tuple(
+        _broker_log_dirs(b) for b in data.get("log_dirs", []) if int(b["broker"]) in in_metadata
+    )
     errors = [
         PhaseError("log_dirs", f"broker {b.broker}: {b.error}")
         for b in log_dirs
@@ -126,6 +132,8 @@ def snapshot_from_recording(data: Mapping[str, Any]) -> ClusterSnapshot:
             )
             for r in data.get("record_times", [])
         ),
+        # Recorded from a Kafka 4.0 cluster that answered every API the exporter uses.
+        capabilities=MappingProxyType(dict.fromkeys(CAPABILITIES, True)),
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from exporter.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.probe.runner import ProbeRunner
@@ -59,6 +59,7 @@ class CollectionService:
         self._worker: threading.Thread | None = None
         self._failures = 0  # consecutive collections that could not reach the cluster
         self._last_failed: frozenset[str] = frozenset()
+        self._broker_up: Mapping[int, bool] = {}  # as last seen in metadata
 
     @property
     def state(self) -> ExporterState | None:
@@ -84,6 +85,9 @@ class CollectionService:
         state = derive(self._state, snapshot, self._history)
         self._state = state
         self._report(snapshot)
+        if state.broker_up:  # without metadata nothing is known about the brokers
+            _report_brokers(self._broker_up, state.broker_up)
+            self._broker_up = state.broker_up
         return state
 
     def _run(self) -> None:
@@ -158,13 +162,24 @@ class CollectionService:
         if self._failures:
             log.info("Kafka reachable again after %d failed collection(s)", self._failures)
             self._failures = 0
-        # Logged when the set of failing phases changes, not at every collection.
-        if snapshot.failed_phases != self._last_failed:
-            if snapshot.errors:
-                log.warning(
-                    "partial collection, failed phases: %s",
-                    "; ".join(f"{e.phase}: {e.message}" for e in snapshot.errors),
-                )
-            else:
-                log.info("collection complete: every phase succeeded")
-            self._last_failed = snapshot.failed_phases
+            self._last_failed -= {"metadata", COLLECTION_PHASE}  # said by the line above
+        # One line when a phase starts failing and one when it recovers, not per collection.
+        for error in snapshot.errors:
+            if error.phase not in self._last_failed:
+                log.warning("phase %s failing: %s", error.phase, error.message)
+        for phase in sorted(self._last_failed - snapshot.failed_phases):
+            log.info("phase %s recovered", phase)
+        self._last_failed = snapshot.failed_phases
+
+
+def _report_brokers(before: Mapping[int, bool], now: Mapping[int, bool]) -> None:
+    """One line when an expected broker leaves the metadata and one when it is back."""
+    for broker, up in now.items():
+        if not up and before.get(broker, True):
+            log.warning(
+                "broker %d is down: the cluster expects it (replicas, KRaft voters) but it is "
+                "not in the metadata; it is not asked for anything until it is back",
+                broker,
+            )
+        elif up and before.get(broker) is False:
+            log.info("broker %d is back in the metadata", broker)

@@ -22,6 +22,17 @@ COLLECTION_PHASE = "collection"
 PERMISSION_PHASES = frozenset({"groups", "group_offsets"})
 """Phases whose authorization failures do not make a collection fail (see `ClusterSnapshot.ok`)."""
 
+# Optional Kafka APIs: a cluster that does not support one (librdkafka's mock, some managed
+# Kafka-compatible services) is reported as lacking that capability, not as a failed phase.
+CAPABILITIES = (
+    "describe_cluster",  # racks
+    "describe_quorum",  # the KRaft quorum leader (the real controller), voters
+    "describe_configs",  # min.insync.replicas, topic configs
+    "describe_log_dirs",  # sizes
+    "list_groups",  # which consumer groups exist
+    "describe_groups",  # group state, members, assignments
+)
+
 ControllerSource = Literal["quorum", "describe_cluster", "metadata"]
 
 
@@ -30,6 +41,10 @@ def _no_configs() -> Mapping[str, str]:
 
 
 def _no_durations() -> Mapping[str, float]:
+    return MappingProxyType({})
+
+
+def _no_capabilities() -> Mapping[str, bool]:
     return MappingProxyType({})
 
 
@@ -171,6 +186,9 @@ class ClusterSnapshot:
     # Records read at committed offsets by the record-times step (not a phase: reading fewer
     # falls back to the offset history, docs/lag.md); empty for recordings that have none.
     record_times: tuple[RecordTime, ...] = ()
+    # Capability -> True (the cluster answered it) or False (it said it does not support it);
+    # absent while unknown. A capability that is off leaves its families out without an error.
+    capabilities: Mapping[str, bool] = field(default_factory=_no_capabilities)
 
     @property
     def failed_phases(self) -> frozenset[str]:

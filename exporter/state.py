@@ -87,6 +87,18 @@ class PartitionLag:
     lag: int | None  # latest - committed, clamped at 0
 
 
+@dataclass(frozen=True, slots=True)
+class UncommittedPartition:
+    """A partition of a topic the group consumes (it committed another partition of the topic,
+    or a live member is assigned one) for which the group has no committed offset."""
+
+    group: str
+    topic: str
+    partition: int
+    owned: bool  # a live member of the group is assigned it (False when membership is unknown)
+    backlog: int | None  # latest - earliest offset: all it has left to read; None when unknown
+
+
 @dataclass(slots=True)
 class History:
     """The trackers one exporter (or one replay) keeps across collections; mutable, updated by
@@ -117,12 +129,15 @@ class ExporterState:
     min_isr: Mapping[str, int | None]
     partition_status: Mapping[TP, PartitionStatus]
     broker_counts: Mapping[int, BrokerCounts]  # every broker in metadata or holding a replica
+    # Every broker the cluster expects -> whether it is in the metadata; empty without metadata.
+    broker_up: Mapping[int, bool]
     topic_broker_leaders: Mapping[tuple[str, int], int]  # (topic, broker) for replica holders
     replica_sizes: Mapping[tuple[str, int, int], int]  # (topic, partition, broker) -> bytes
     # Sums of the known replica sizes; a topic is absent when none of its sizes is known.
     topic_size_bytes: Mapping[str, int]
     topic_leader_size_bytes: Mapping[str, int]
     group_lags: tuple[PartitionLag, ...]
+    uncommitted: tuple[UncommittedPartition, ...]  # docs/lag.md: how they count
     # From the history. A key is absent when its value is unknown (see docs/lag.md).
     lag_seconds: Mapping[GTP, float]
     # How each lag_seconds value was obtained (exporter/record_time.py), and per group the number
@@ -217,11 +232,13 @@ def derive(
         min_isr=_frozen(min_isr),
         partition_status=_frozen(_partition_status(snapshot.topics, min_isr)),
         broker_counts=_frozen(broker_counts),
+        broker_up=_frozen(_broker_up(snapshot)),
         topic_broker_leaders=_frozen(_topic_broker_leaders(snapshot.topics)),
         replica_sizes=_frozen(replica_sizes),
         topic_size_bytes=_frozen(topic_size),
         topic_leader_size_bytes=_frozen(leader_size),
         group_lags=group_lags,
+        uncommitted=_uncommitted(snapshot),
         lag_seconds=_frozen(lag_seconds),
         lag_seconds_methods=_frozen(methods),
         lag_method_counts=_frozen(
@@ -345,6 +362,24 @@ def _broker_counts(snapshot: ClusterSnapshot) -> dict[int, BrokerCounts]:
     return {b: BrokerCounts(leader[b], follower[b], preferred[b]) for b in sorted(brokers)}
 
 
+def _broker_up(snapshot: ClusterSnapshot) -> dict[int, bool]:
+    """The brokers the cluster expects: those in the metadata, those holding a replica, and the
+    KRaft voters when the quorum runs on the brokers (combined mode: some voter is a broker in
+    the metadata; dedicated controllers are not brokers and are left out)."""
+    if not snapshot.has_metadata:
+        return {}
+    live = {b.id for b in snapshot.brokers}
+    expected = set(live)
+    for t in snapshot.topics:
+        for p in t.partitions:
+            expected.update(p.replicas)
+    if snapshot.quorum is not None:
+        voters = {v.id for v in snapshot.quorum.voters}
+        if voters & live:
+            expected |= voters
+    return {b: b in live for b in sorted(expected)}
+
+
 def _topic_broker_leaders(topics: tuple[Topic, ...]) -> dict[tuple[str, int], int]:
     counts: dict[tuple[str, int], int] = {}
     for t in topics:
@@ -393,6 +428,29 @@ def _group_lags(snapshot: ClusterSnapshot) -> tuple[PartitionLag, ...]:
             lag = None if end is None else max(0, end - c.offset)
             lags.append(PartitionLag(g.group_id, c.topic, c.partition, c.offset, end, lag))
     return tuple(lags)
+
+
+def _uncommitted(snapshot: ClusterSnapshot) -> tuple[UncommittedPartition, ...]:
+    """Only for groups whose committed offsets were read, and topics in the snapshot."""
+    topics = {t.name: t for t in snapshot.topics}
+    found: list[UncommittedPartition] = []
+    for g in snapshot.groups:
+        if g.committed is None:
+            continue
+        committed = {(c.topic, c.partition) for c in g.committed}
+        owned = {(r.topic, r.partition) for m in g.members or () for r in m.assignment}
+        for name in sorted({t for t, _ in committed | owned} & topics.keys()):
+            for p in topics[name].partitions:
+                key = (name, p.partition)
+                if key in committed:
+                    continue
+                backlog = None
+                if p.latest_offset is not None and p.earliest_offset is not None:
+                    backlog = max(0, p.latest_offset - p.earliest_offset)
+                found.append(
+                    UncommittedPartition(g.group_id, name, p.partition, key in owned, backlog)
+                )
+    return tuple(found)
 
 
 def _isr_history(

@@ -141,10 +141,18 @@ def kafka_cluster_board() -> Board:
         (
             Panel(
                 "Brokers",
-                (q(f"max by (cluster) (kafka_brokers{{{C}}})", "{{cluster}}"),),
+                (
+                    q(f"max by (cluster) (kafka_brokers{{{C}}})", "in metadata"),
+                    q(
+                        f"sum by (cluster) (1 - max by (cluster, broker) (kafka_broker_up{{{C}}}))",
+                        "down",
+                    ),
+                ),
                 kind="stat",
                 width=4,
                 height=4,
+                description="Brokers in the metadata, and expected brokers (replicas, KRaft "
+                "voters) missing from it: kafka_broker_up.",
             ),
             Panel(
                 "Active controller",

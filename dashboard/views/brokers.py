@@ -11,6 +11,7 @@ from dash import html
 from dashboard.cluster import Cluster, LogDir
 from dashboard.data import Plan, Unreachable
 from dashboard.views.common import (
+    NOT_AVAILABLE,
     Figure,
     Filters,
     PageContext,
@@ -24,6 +25,7 @@ from dashboard.views.common import (
     line_figure,
     matrix_traces,
     no_topology,
+    not_available,
     note,
     series_broker,
     simple_table,
@@ -136,8 +138,14 @@ class LogDirRow:
 
 def log_dir_rows(cluster: Cluster, filters: Filters) -> list[LogDirRow]:
     rows = []
+    lacking = cluster.lacks("describe_log_dirs")
     for b in cluster.brokers:
         if not filters.keep_broker(b.id):
+            continue
+        if lacking:
+            rows.append(
+                LogDirRow(b.id, "–", None, None, None, None, not_available("DescribeLogDirs"))
+            )
             continue
         if b.log_dirs_error or not b.log_dirs:
             error = b.log_dirs_error or ("broker down" if not b.up else "no log dirs reported")
@@ -156,6 +164,8 @@ def log_dir_rows(cluster: Cluster, filters: Filters) -> list[LogDirRow]:
 
 def volume_figure(rows: list[LogDirRow]) -> Figure:
     known = [r for r in rows if r.used_ratio is not None]
+    if rows and all(r.error and r.error.startswith(NOT_AVAILABLE) for r in rows):
+        return empty_figure("Log dir volumes", not_available("DescribeLogDirs"))
     if not known:
         return empty_figure("Log dir volumes", "no volume sizes (Kafka < 3.3 or exporter down)")
     colors = [

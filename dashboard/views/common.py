@@ -493,5 +493,13 @@ def no_topology(reason: Unreachable) -> html.Div:
     )
 
 
+# Shown where a family would be when the cluster lacks the API that feeds it.
+NOT_AVAILABLE = "not available on this cluster"
+
+
+def not_available(api: str) -> str:
+    return f"{NOT_AVAILABLE} ({api})"
+
+
 def note(text: str) -> html.P:
     return html.P(text, className="note")

@@ -25,6 +25,7 @@ from dashboard.views.common import (
     line_figure,
     matrix_traces,
     no_topology,
+    not_available,
     note,
     simple_table,
 )
@@ -336,7 +337,14 @@ def _tables(cluster: Cluster, f: Filters) -> html.Div:
                         "row-bad" if r[4] == "ERR" else "row-warn" if r[4] == "WARN" else ""
                         for r in rows
                     ],
-                    empty="No consumer groups.",
+                    empty="Consumer groups: " + not_available("ListGroups")
+                    if cluster.lacks("list_groups")
+                    else "No consumer groups.",
+                ),
+                *(
+                    [note("State and members: " + not_available("DescribeGroups"))]
+                    if cluster.lacks("describe_groups")
+                    else []
                 ),
                 wide=True,
             ),

@@ -21,6 +21,7 @@ from dashboard.views.common import (
     graph,
     line_figure,
     matrix_traces,
+    not_available,
     simple_table,
 )
 
@@ -133,6 +134,14 @@ def cluster_lights(cluster: Cluster | Unreachable) -> list[Light]:
             _names(offline) if offline else "every partition has a leader",
         ),
         Light(
+            "under_min_isr",
+            "Under min ISR",
+            "grey",
+            "n/a",
+            not_available("DescribeConfigs: min.insync.replicas unknown"),
+        )
+        if cluster.lacks("describe_configs")
+        else Light(
             "under_min_isr",
             "Under min ISR",
             "red" if under_min else "green",

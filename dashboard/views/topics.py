@@ -25,6 +25,7 @@ from dashboard.views.common import (
     line_figure,
     matrix_traces,
     no_topology,
+    not_available,
     note,
     simple_table,
 )
@@ -175,7 +176,9 @@ def leader_matrix_figure(topics: Sequence[Topic], broker_ids: Sequence[int]) -> 
     }
 
 
-def treemap_figure(partitions: Sequence[Partition]) -> Figure:
+def treemap_figure(partitions: Sequence[Partition], lacks_sizes: bool = False) -> Figure:
+    if lacks_sizes:
+        return empty_figure("Partition sizes", not_available("DescribeLogDirs"))
     sized = [p for p in partitions if p.size_bytes is not None]
     if not sized:
         return empty_figure("Partition sizes", "no log dir sizes from the exporter")
@@ -334,7 +337,13 @@ def _topology_sections(cluster: Cluster, f: Filters) -> list[Any]:
                     "Leader distribution",
                     graph(leader_matrix_figure(topics, broker_ids), "fig-topics-leader-matrix"),
                 ),
-                card("Partition sizes", graph(treemap_figure(partitions), "fig-topics-treemap")),
+                card(
+                    "Partition sizes",
+                    graph(
+                        treemap_figure(partitions, cluster.lacks("describe_log_dirs")),
+                        "fig-topics-treemap",
+                    ),
+                ),
             ],
             className="grid",
         )

@@ -27,6 +27,13 @@ class ClusterCollector(StateCollector):
             is_controller = "true" if b.id == snap.controller_id else "false"
             info.add_metric([str(b.id), f"{b.host}:{b.port}", b.rack or "", is_controller], 1)
         yield info
+        yield gauge(
+            "kafka_broker_up",
+            "1 if the broker is in the metadata, 0 if the cluster expects it (replica "
+            "assignments, KRaft voters) but it is absent.",
+            ["broker"],
+            {broker: int(up) for broker, up in state.broker_up.items()},
+        )
 
         if snap.cluster_id is not None:
             cluster = GaugeMetricFamily(

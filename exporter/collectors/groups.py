@@ -52,6 +52,15 @@ class ConsumerGroupCollector(StateCollector):
                     lag.add_metric(labels, item.lag)
             if item.lag is not None:
                 lag_sums[key] = lag_sums.get(key, 0) + item.lag
+        # A live member owns it but nothing is committed: its whole backlog is lag (docs/lag.md).
+        uncommitted: dict[tuple[str, str], int] = dict.fromkeys(offset_sums, 0)
+        for u in state.uncommitted:
+            key = (u.group, u.topic)
+            uncommitted[key] = uncommitted.get(key, 0) + 1
+            if u.owned and u.backlog is not None:
+                if per_partition:
+                    lag.add_metric([u.group, u.topic, str(u.partition)], u.backlog)
+                lag_sums[key] = lag_sums.get(key, 0) + u.backlog
         for (group, topic), value in offset_sums.items():
             current_sum.add_metric([group, topic], value)
         for (group, topic), value in lag_sums.items():
@@ -60,6 +69,13 @@ class ConsumerGroupCollector(StateCollector):
             yield from (current, current_sum, lag, lag_sum)
         else:
             yield from (current_sum, lag_sum)
+        yield gauge(
+            "kafka_consumergroup_uncommitted_partitions",
+            "Partitions of a topic the group consumes without a committed offset; those a live "
+            "member owns count their whole backlog in kafka_consumergroup_lag.",
+            _GT,
+            uncommitted,
+        )
 
         members = GaugeMetricFamily(
             "kafka_consumergroup_members", "Members of the group.", labels=["consumergroup"]

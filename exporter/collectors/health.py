@@ -48,6 +48,16 @@ class HealthCollector:
                 value=state.snapshot.collected_at + state.snapshot.durations.get("total", 0.0),
             )
         yield errors
+        if state is not None:
+            capability = GaugeMetricFamily(
+                "vigia_exporter_capability",
+                "1 if the cluster answers this optional API, 0 if it does not support it "
+                "(its families are then left out); no series while unknown.",
+                labels=["capability"],
+            )
+            for name, on in sorted(state.snapshot.capabilities.items()):
+                capability.add_metric([name], int(on))
+            yield capability
         build = GaugeMetricFamily(
             "vigia_exporter_build_info", "Exporter version (value 1).", labels=["version"]
         )

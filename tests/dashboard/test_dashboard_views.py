@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -173,10 +174,40 @@ def test_brokers_page_table_disk_and_jmx_charts() -> None:
     assert len(memory["data"]) == 6  # RSS and heap for each broker
 
 
-def test_down_broker_is_listed_with_its_log_dir_error() -> None:
+def test_down_broker_is_listed_as_down_without_log_dirs() -> None:
     rows = brokers.log_dir_rows(cluster("broker-down"), Filters())
-    assert rows[0].broker == 1 and rows[0].error == "UnknownBrokerIdError: 1"
+    assert rows[0].broker == 1 and rows[0].error == "broker down"  # not asked: it is gone
     assert [r.kafka_bytes for r in rows[1:]] == [46304974, 46305348]
+
+
+def _lacking(scenario: str, *capabilities: str) -> Cluster:
+    raw = cluster_json(scenario)
+    raw["capabilities"] = {**raw["capabilities"], **dict.fromkeys(capabilities, False)}
+    for b in raw["brokers"]:
+        if "describe_log_dirs" in capabilities:
+            b["log_dirs"] = None
+    return parse_cluster(raw)
+
+
+def test_a_cluster_without_some_apis_says_not_available_where_their_data_would_be() -> None:
+    lacking = _lacking(
+        "healthy", "describe_log_dirs", "describe_configs", "list_groups", "describe_groups"
+    )
+    rows = brokers.log_dir_rows(lacking, Filters())
+    assert [r.error for r in rows] == ["not available on this cluster (DescribeLogDirs)"] * 3
+    volumes = brokers.volume_figure(rows)
+    assert "not available on this cluster" in json.dumps(volumes)
+    assert "not available on this cluster" in json.dumps(topics.treemap_figure((), True))
+    light = next(x for x in overview.cluster_lights(lacking) if x.key == "under_min_isr")
+    assert (light.status, light.value) == ("grey", "n/a")
+    assert light.detail.startswith("not available on this cluster (DescribeConfigs")
+    groups_page = " ".join(texts(consumers._tables(replace(lacking, groups=()), Filters())))
+    assert "Consumer groups: not available on this cluster (ListGroups)" in groups_page
+    assert "State and members: not available on this cluster (DescribeGroups)" in groups_page
+    # A cluster that answers everything shows none of it.
+    healthy = cluster("healthy")
+    assert all(r.error is None for r in brokers.log_dir_rows(healthy, Filters()))
+    assert "not available" not in " ".join(texts(consumers._tables(healthy, Filters())))
 
 
 # ------------------------------------------------------------------ overview
@@ -208,8 +239,7 @@ def test_overview_lights_healthy_and_broker_down() -> None:
 def test_exporter_and_alert_lights() -> None:
     down = cluster("broker-down")
     light = overview.exporter_light(down, 0.0, now=down.collected_at + 10)  # type: ignore[operator]
-    assert (light.status, light.value) == ("amber", "partial")
-    assert "UnknownBrokerIdError" in light.detail
+    assert (light.status, light.value) == ("green", "up")  # a broker down is no exporter failure
     stale = overview.exporter_light(
         cluster("healthy"), 1.0, now=cluster("healthy").collected_at + 600
     )  # type: ignore[operator]

@@ -71,6 +71,14 @@ class Faults:
     list_groups: BaseException | None = None
     hang: set[str] = field(default_factory=set)  # method names whose futures never complete
     legacy_bootstrap: BaseException | None = None
+    # Method names the cluster does not support, answered the way each client reports it.
+    unsupported: set[str] = field(default_factory=set)
+    slow_log_dirs_brokers: set[int] = field(default_factory=set)  # answer once `released` is set
+
+
+def unsupported_feature() -> KafkaException:
+    """What librdkafka answers when the broker's ApiVersions lack the API (as the mock does)."""
+    return kafka_exception(KafkaError._UNSUPPORTED_FEATURE, "Required feature not supported")
 
 
 class FakeCluster:
@@ -145,6 +153,8 @@ class FakeAdmin:
         self, resources: list[Any], request_timeout: float
     ) -> dict[Any, Future[Any]]:
         self._c.calls["describe_configs"] += 1
+        if "describe_configs" in self._c.faults.unsupported:
+            return {r: failed(unsupported_feature()) for r in resources}
         configs = {t.name: t.configs for t in self._c.snapshot.topics}
         result = {}
         for r in resources:
@@ -180,6 +190,9 @@ class FakeAdmin:
         self._c.calls["list_consumer_groups"] += 1
         if self._c.faults.list_groups is not None:
             return failed(self._c.faults.list_groups)
+        if "list_consumer_groups" in self._c.faults.unsupported:  # one error per broker
+            errors = [unsupported_feature().args[0] for _ in self._c.snapshot.brokers]
+            return done(ListConsumerGroupsResult([], errors))
         listings = [
             ConsumerGroupListing(
                 g.group_id, False, ConsumerGroupState.UNKNOWN, ConsumerGroupType.UNKNOWN
@@ -197,6 +210,9 @@ class FakeAdmin:
         groups = {g.group_id: g for g in self._c.snapshot.groups}
         result = {}
         for gid in group_ids:
+            if "describe_consumer_groups" in self._c.faults.unsupported:
+                result[gid] = failed(unsupported_feature())
+                continue
             if self._c.faults.describe_groups is not None:
                 result[gid] = failed(self._c.faults.describe_groups)
                 continue
@@ -249,7 +265,7 @@ class FakeLegacyAdmin:
     def describe_metadata_quorum(self) -> dict[str, Any]:
         self._c.calls["describe_metadata_quorum"] += 1
         q = self._c.snapshot.quorum
-        if q is None:
+        if q is None or "describe_metadata_quorum" in self._c.faults.unsupported:
             raise kafka_errors.IncompatibleBrokerVersion("DescribeQuorum")
 
         def replica(r: Any) -> dict[str, Any]:
@@ -273,6 +289,8 @@ class FakeLegacyAdmin:
 
     def describe_cluster(self) -> dict[str, Any]:
         self._c.calls["describe_cluster"] += 1
+        if "describe_cluster" in self._c.faults.unsupported:
+            raise kafka_errors.IncompatibleBrokerVersion("DescribeClusterRequest")
         return {
             "cluster_id": self._c.snapshot.cluster_id,
             "controller_id": 3,
@@ -286,6 +304,10 @@ class FakeLegacyAdmin:
         self._c.calls["describe_log_dirs"] += 1
         (broker,) = brokers
         if "describe_log_dirs" in self._c.faults.hang:
+            self._c.released.wait()
+        if "describe_log_dirs" in self._c.faults.unsupported:
+            raise kafka_errors.IncompatibleBrokerVersion("DescribeLogDirsRequest")
+        if broker in self._c.faults.slow_log_dirs_brokers:
             self._c.released.wait()
         if broker in self._c.faults.log_dirs_brokers:
             raise self._c.faults.log_dirs_brokers[broker]

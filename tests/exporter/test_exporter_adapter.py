@@ -83,20 +83,19 @@ def test_requests_grow_with_brokers_and_groups_and_offsets_with_partitions_per_5
     assert _calls_per_collection(synthetic_snapshot(6, 60, 3, 20)) == expected(6, 20, 60)
 
 
-def test_broker_down_log_dirs_failure_is_partial() -> None:
+def test_a_broker_absent_from_metadata_is_not_asked_and_is_no_error() -> None:
     recorded = snapshot("broker-down")
-    adapter = FakeCluster(recorded).adapter()
+    fake = FakeCluster(recorded)
+    adapter = fake.adapter()
     try:
         collected = adapter.collect(timeout=5)
     finally:
         adapter.close()
-    assert [(e.phase, e.message) for e in collected.errors] == [
-        ("log_dirs", "broker 1: UnknownBrokerIdError: 1")
-    ]
-    assert [(b.broker, b.error is None, len(b.log_dirs)) for b in collected.log_dirs] == [
-        (1, False, 0),
-        (2, True, 1),
-        (3, True, 1),
+    assert collected.ok, collected.errors
+    assert fake.calls["describe_log_dirs"] == 2  # brokers 2 and 3, not the stopped broker 1
+    assert [(b.broker, b.error, len(b.log_dirs)) for b in collected.log_dirs] == [
+        (2, None, 1),
+        (3, None, 1),
     ]
     assert all(t.partitions[0].latest_offset is not None for t in collected.topics)
     assert len(collected.groups) == 5
@@ -158,17 +157,89 @@ def test_a_hanging_call_is_bounded_by_the_collection_timeout() -> None:
     assert collected.groups and collected.quorum is not None  # the other phases still answered
 
 
-def test_without_kafka_python_the_rest_is_collected() -> None:
+def test_without_kafka_python_the_rest_is_collected_then_its_apis_count_as_missing() -> None:
     error = kafka_errors.KafkaTimeoutError("Unable to bootstrap from fake:9092")
-    adapter = FakeCluster(snapshot("healthy"), Faults(legacy_bootstrap=error)).adapter()
+    fake = FakeCluster(snapshot("healthy"), Faults(legacy_bootstrap=error))
+    adapter = fake.adapter()
     try:
         collected = adapter.collect(timeout=5)
+        # librdkafka reads the metadata, kafka-python cannot connect twice in a row (what
+        # librdkafka's mock cluster does): its APIs are capabilities the cluster lacks.
+        second = adapter.collect(timeout=5)
+        third = adapter.collect(timeout=5)
     finally:
         adapter.close()
     assert collected.failed_phases == {"cluster", "log_dirs"}
     assert "Unable to bootstrap" in collected.errors[0].message
     assert (collected.controller_id, collected.controller_source) == (3, "metadata")
     assert collected.log_dirs == () and len(collected.topics) == 5
+    assert second.ok and third.ok, (second.errors, third.errors)
+    off = {c: False for c in ("describe_cluster", "describe_quorum", "describe_log_dirs")}
+    assert {k: v for k, v in third.capabilities.items() if k in off} == off
+    assert third.capabilities["describe_configs"] is True
+    assert fake.calls["kafka_python_bootstrap"] == 2  # not tried again until the recheck
+
+
+UNSUPPORTED = {
+    "describe_configs": "describe_configs",
+    "list_consumer_groups": "list_groups",
+    "describe_consumer_groups": "describe_groups",
+    "describe_metadata_quorum": "describe_quorum",
+    "describe_cluster": "describe_cluster",
+    "describe_log_dirs": "describe_log_dirs",
+}
+
+
+@pytest.mark.parametrize("method", UNSUPPORTED)
+def test_an_unsupported_api_is_a_capability_not_a_failure(
+    method: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeCluster(snapshot("healthy"), Faults(unsupported={method}))
+    adapter = fake.adapter()
+    try:
+        with caplog.at_level("INFO", logger="exporter.capabilities"):
+            first = adapter.collect(timeout=5)
+            calls = fake.calls[method]
+            second = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    capability = UNSUPPORTED[method]
+    for collected in (first, second):
+        assert collected.ok, collected.errors
+        assert collected.capabilities[capability] is False
+        assert all(v for k, v in collected.capabilities.items() if k != capability)
+    assert fake.calls[method] == calls  # not asked again (until RECHECK_SECONDS)
+    (line,) = [r.getMessage() for r in caplog.records]  # logged once
+    assert line.startswith(f"the cluster does not support {capability} (")
+    state = derive(None, second)
+    if capability == "describe_configs":
+        assert state.min_isr["measure"] is None
+    if capability == "describe_log_dirs":
+        assert second.log_dirs == () and state.topic_size_bytes == {}
+    if capability == "list_groups":
+        assert second.groups == ()
+    if capability == "describe_groups":
+        assert {g.members for g in second.groups} == {None} and state.group_lags
+
+
+def test_a_slow_broker_delays_and_hides_only_its_own_log_dirs() -> None:
+    fake = FakeCluster(snapshot("healthy"), Faults(slow_log_dirs_brokers={2}))
+    adapter = fake.adapter()
+    try:
+        started = time.monotonic()
+        collected = adapter.collect(timeout=1.0)
+        elapsed = time.monotonic() - started
+    finally:
+        fake.released.set()
+        adapter.close()
+    assert elapsed < 2.0
+    assert [(e.phase, e.message) for e in collected.errors] == [("log_dirs", "broker 2: timed out")]
+    assert [(b.broker, b.error is None) for b in collected.log_dirs] == [
+        (1, True),
+        (2, False),
+        (3, True),
+    ]
+    assert all(t.partitions[0].latest_offset is not None for t in collected.topics)
 
 
 def test_not_kraft_means_no_quorum_and_no_error() -> None:
@@ -186,7 +257,7 @@ def test_not_kraft_means_no_quorum_and_no_error() -> None:
 
 
 def test_describe_groups_failure_keeps_committed_offsets_and_lag() -> None:
-    error = kafka_exception(KafkaError._UNSUPPORTED_FEATURE, "Required feature not supported")
+    error = kafka_exception(KafkaError._TRANSPORT, "coordinator unreachable")
     adapter = FakeCluster(snapshot("healthy"), Faults(describe_groups=error)).adapter()
     try:
         collected = adapter.collect(timeout=5)

@@ -1,11 +1,11 @@
 """End to end against librdkafka's mock cluster: the real adapter, loop and HTTP server.
 
-The mock speaks the Kafka protocol on loopback but lacks several admin APIs (DescribeConfigs and
-DescribeCluster time out, ListGroups/DescribeGroups are unsupported, kafka-python cannot
-bootstrap from it, OffsetFetch ignores "all topics"). The exporter runs against it as it would
-against any cluster, reporting those phases as failed; where a test needs group data, a thin
-wrapper (benchmarks/mock_cluster.py) fills only the mock's gaps and still sends the real
-OffsetFetch to the mock.
+The mock speaks the Kafka protocol on loopback but lacks several admin APIs (DescribeConfigs,
+ListGroups and DescribeGroups are unsupported, kafka-python cannot bootstrap from it, so neither
+DescribeCluster, DescribeQuorum nor DescribeLogDirs can be asked; OffsetFetch ignores "all
+topics"). The exporter reports those as capabilities the cluster lacks, with up 1; where a test
+needs group data, a thin wrapper (benchmarks/mock_cluster.py) fills only the mock's gaps and
+still sends the real OffsetFetch.
 """
 
 from __future__ import annotations
@@ -29,8 +29,14 @@ from tests.conftest import MockCluster, free_port, start_mock_cluster
 from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, exporter_thread, tcp_proxy, wait_for
 
-# The mock's admin gaps make these phases fail on every collection.
-MOCK_UNSUPPORTED = {"cluster", "configs", "groups", "log_dirs"}
+# What the mock lacks (DescribeGroups is never asked: ListGroups finds no group).
+MOCK_CAPABILITIES = {
+    "describe_cluster": 0,
+    "describe_quorum": 0,
+    "describe_configs": 0,
+    "describe_log_dirs": 0,
+    "list_groups": 0,
+}
 FAST = ("--collection-interval", "0.5", "--collection-timeout", "1.5")
 
 
@@ -68,8 +74,14 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
     with exporter_process(
         tmp_path / "exporter.log", "--bootstrap-servers", bootstrap, *FAST
     ) as exp:
+        # kafka-python's first failed bootstrap is a failure, the second makes it a capability.
         found = wait_for(
-            lambda: _offsets(exp.metrics(), "readings") and exp.metrics(), what="offsets"
+            lambda: (
+                _offsets(m := exp.metrics(), "readings")
+                and value(m, "vigia_exporter_up") == 1
+                and m
+            ),
+            what="offsets and up 1",
         )
         assert isinstance(found, dict)
         assert _offsets(found, "readings") == dict(delivered)
@@ -80,13 +92,14 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
             assert value(found, "kafka_topic_partition_leader", **labels) == leader
             assert value(found, "kafka_topic_partition_oldest_offset", **labels) == 0
             assert value(found, "kafka_topic_partition_in_sync_replica", **labels) == 3
-        assert value(found, "vigia_exporter_up") == 0  # the mock lacks some admin APIs
-        failing = {
-            labels["phase"]
+        capabilities = {
+            labels["capability"]: v
             for (name, labels), v in found.items()
-            if name == "vigia_exporter_collection_errors_total" and v > 0
+            if name == "vigia_exporter_capability"
         }
-        assert failing == MOCK_UNSUPPORTED
+        assert capabilities == MOCK_CAPABILITIES
+        assert value(found, "kafka_topic_partition_under_min_isr", topic="readings") is None
+        assert all(value(found, "kafka_broker_up", broker=b) == 1 for b in ("1", "2", "3"))
 
         # More traffic: the next collections see it, as offsets and as a rate.
         more = _produce(bootstrap, "readings", 300)
@@ -101,8 +114,10 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
         doc = exp.get("/api/v1/cluster").json()
         readings = next(t for t in doc["topics"] if t["name"] == "readings")
         assert sum(p["latest_offset"] for p in readings["partitions"]) == 700
-        assert {e["phase"] for e in doc["errors"]} == MOCK_UNSUPPORTED
-        assert exp.get("/readyz").json() == {"ready": True, "up": False}
+        assert doc["errors"] == [] and doc["capabilities"] == {
+            k: bool(v) for k, v in sorted(MOCK_CAPABILITIES.items())
+        }
+        assert exp.get("/readyz").json() == {"ready": True, "up": True}
 
         # ISR history from successive collections: all in sync, nothing shrank.
         found = exp.metrics()
@@ -128,7 +143,9 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
         assert not any(name.startswith("kafka_topic") for name, _ in gone)
         assert (value(gone, "vigia_exporter_collection_errors_total", phase="metadata") or 0) >= 1
     log = exp.log_text()
-    assert "partial collection, failed phases:" in log
+    for capability in MOCK_CAPABILITIES:  # once each, however many collections ran
+        assert log.count(f"the cluster does not support {capability} (") == 1
+    assert "blocking the event loop" not in log
     assert "cannot collect from Kafka at" in log and "retrying in" in log
 
 
@@ -216,6 +233,11 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
             assert (
                 value(found, "vigia_exporter_collection_errors_total", phase="group_offsets") == 0
             )
+            # The mock does not support DescribeGroups: no member info, and not an error.
+            assert value(found, "vigia_exporter_capability", capability="describe_groups") == 0
+            assert value(found, "vigia_exporter_capability", capability="list_groups") == 1
+            assert value(found, "kafka_consumergroup_members", consumergroup="billing") is None
+            assert value(found, "vigia_exporter_collection_errors_total", phase="groups") == 0
 
             def per_partition(name: str) -> dict[int, float]:
                 return {

@@ -214,18 +214,16 @@ def test_bytes_per_broker(scenario: str) -> None:
     assert per_broker == BYTES[scenario]
 
 
-def test_broker_down_log_dirs_error_does_not_hide_the_other_brokers() -> None:
+def test_a_broker_down_is_a_fact_about_the_cluster_not_an_exporter_failure() -> None:
     s = state("broker-down")
-    assert [(e.phase, e.message) for e in s.snapshot.errors] == [
-        ("log_dirs", "broker 1: UnknownBrokerIdError: 1")
-    ]
-    assert not s.up
-    assert s.errors_total["log_dirs"] == 1
-    assert state("rebalanced").errors_total["log_dirs"] == 1  # a counter: it stays
-    assert state("rebalanced").up
+    assert s.snapshot.errors == () and s.up
+    assert dict(s.broker_up) == {1: False, 2: True, 3: True}
     found = samples(render(s, FULL))
-    assert value(found, "vigia_exporter_up") == 0
-    assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 1
+    assert value(found, "vigia_exporter_up") == 1
+    assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 0
+    assert [value(found, "kafka_broker_up", broker=b) for b in ("1", "2", "3")] == [0, 1, 1]
+    back = samples(render(state("broker-back-imbalanced"), FULL))
+    assert [value(back, "kafka_broker_up", broker=b) for b in ("1", "2", "3")] == [1, 1, 1]
     replica_brokers = {
         labels["broker"] for (name, labels) in found if name == "kafka_partition_replica_size_bytes"
     }

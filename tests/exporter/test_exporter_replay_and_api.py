@@ -9,6 +9,7 @@ import pytest
 from exporter import api
 from exporter.collectors import exposition
 from exporter.recording import RecordingError, load_snapshot, replay
+from exporter.snapshot import CAPABILITIES
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import fixture_path, state
@@ -18,6 +19,7 @@ TOP_KEYS = {
     "collection_duration_seconds",
     "up",
     "errors",
+    "capabilities",
     "cluster",
     "brokers",
     "topics",
@@ -92,7 +94,8 @@ def test_replay_runs_the_pipeline_in_order() -> None:
     assert value(later, "kafka_topic_messages_in_per_second", topic="measure") == pytest.approx(
         1981.4, abs=0.1
     )
-    assert value(samples(replayed[2].exposition), "vigia_exporter_up") == 0
+    down = samples(replayed[2].exposition)
+    assert (value(down, "vigia_exporter_up"), value(down, "kafka_broker_up", broker="1")) == (1, 0)
 
 
 def test_replay_of_a_single_recording_has_no_rates() -> None:
@@ -117,6 +120,7 @@ def test_cluster_json_shape_and_values_healthy_later() -> None:
     doc = api.cluster_json(state("healthy-later"))
     assert set(doc) == TOP_KEYS
     assert doc["up"] is True and doc["errors"] == []
+    assert doc["capabilities"] == dict.fromkeys(sorted(CAPABILITIES), True)
     assert doc["cluster"] == {
         "cluster_id": "_AyGCUsRTnGHi0V-PhyEBQ",
         "controller_id": 2,
@@ -200,13 +204,11 @@ def test_cluster_json_shape_and_values_healthy_later() -> None:
 
 def test_cluster_json_broker_down() -> None:
     doc = api.cluster_json(state("broker-down"))
-    assert doc["up"] is False
-    assert doc["errors"] == [
-        {"phase": "log_dirs", "kind": "other", "message": "broker 1: UnknownBrokerIdError: 1"}
-    ]
+    assert doc["up"] is True
+    assert doc["errors"] == []
     b1, b2, _ = doc["brokers"]
     assert (b1["id"], b1["online"], b1["host"], b1["log_dirs"]) == (1, False, None, None)
-    assert b1["log_dirs_error"] == "UnknownBrokerIdError: 1"
+    assert b1["log_dirs_error"] is None  # a broker absent from metadata is not asked
     assert (b1["leader_partitions"], b1["follower_partitions"]) == (0, 0)
     assert b2["log_dirs"][0]["size_bytes"] == 46_304_974
     events = next(t for t in doc["topics"] if t["name"] == "events")

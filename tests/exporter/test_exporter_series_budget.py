@@ -68,7 +68,9 @@ def counts(snap: ClusterSnapshot) -> Counts:
 
 def ours(c: Counts, g: Granularity) -> int:
     """docs/metrics.md's formula, steady state, probe running."""
-    always = 9 * c.T + c.BT_r + c.BT_l + 5 * c.GT + 3 * c.G + 6 * c.B + 3 * c.D + 21
+    # kafka_broker_up: B; kafka_consumergroup_uncommitted_partitions: GT; the synthetic
+    # snapshots know no capabilities (C = 0).
+    always = 9 * c.T + c.BT_r + c.BT_l + 6 * c.GT + 3 * c.G + 7 * c.B + 3 * c.D + 21
     probe = 52 * c.B + 1
     detail = {Replicas.ALL: 3 * c.R, Replicas.OUT_OF_SYNC: 3 * c.R_o, Replicas.OFF: 0}
     return (

@@ -58,7 +58,9 @@ def test_endpoints_before_and_after_the_first_collection() -> None:
         adapter.close()
 
 
-def test_broker_down_mid_life_is_a_partial_collection() -> None:
+def test_broker_down_mid_life_is_a_fact_not_an_exporter_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     fake = FakeCluster(snapshot("healthy"))
     adapter = fake.adapter()
     service = CollectionService(adapter.collect, interval=60, timeout=5)
@@ -68,10 +70,14 @@ def test_broker_down_mid_life_is_a_partial_collection() -> None:
             assert value(samples(client.get("/metrics").text), "vigia_exporter_up") == 1
 
             fake.snapshot = snapshot("broker-down")
-            service.collect_once()
+            with caplog.at_level(logging.INFO, logger="exporter.service"):
+                service.collect_once()
+                service.collect_once()  # still down: no second line
             found = samples(client.get("/metrics").text)
-            assert value(found, "vigia_exporter_up") == 0
-            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 1
+            assert value(found, "vigia_exporter_up") == 1
+            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 0
+            assert value(found, "kafka_broker_up", broker="1") == 0
+            assert value(found, "kafka_broker_up", broker="2") == 1
             assert value(found, "vigia_exporter_collection_errors_total", phase="offsets") == 0
             # Everything else is still collected from the brokers that answer.
             assert value(found, "kafka_brokers") == 2
@@ -87,20 +93,17 @@ def test_broker_down_mid_life_is_a_partial_collection() -> None:
                 value(found, "kafka_topic_partition_current_offset", topic="measure", partition="0")
                 == 53_465
             )
-            errors = client.get("/api/v1/cluster").json()["errors"]
-            assert errors == [
-                {
-                    "phase": "log_dirs",
-                    "kind": "other",
-                    "message": "broker 1: UnknownBrokerIdError: 1",
-                }
-            ]
+            assert client.get("/api/v1/cluster").json()["errors"] == []
+            down = [r.getMessage() for r in caplog.records if "broker 1" in r.getMessage()]
+            assert len(down) == 1 and down[0].startswith("broker 1 is down")
 
             fake.snapshot = snapshot("rebalanced")
-            service.collect_once()
+            with caplog.at_level(logging.INFO, logger="exporter.service"):
+                service.collect_once()
             found = samples(client.get("/metrics").text)
             assert value(found, "vigia_exporter_up") == 1
-            assert value(found, "vigia_exporter_collection_errors_total", phase="log_dirs") == 1
+            assert value(found, "kafka_broker_up", broker="1") == 1
+            assert caplog.records[-1].getMessage() == "broker 1 is back in the metadata"
     finally:
         adapter.close()
 
@@ -199,9 +202,27 @@ def test_unreachable_cluster_retries_with_backoff_and_recovers(
     down[0] = False
     assert service.collect_once().up
     assert "Kafka reachable again after 4 failed collection(s)" in caplog.text
+    assert "phase metadata" not in caplog.text  # the reachability lines say it, once each
     down[0] = True
     service.collect_once()
     assert delays()[-1] == "1"  # the backoff starts over after a recovery
+
+
+def test_one_log_line_when_a_phase_starts_failing_and_one_when_it_recovers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good = snapshot("healthy")
+    failing = replace(good, errors=(PhaseError("configs", "KafkaError _TIMED_OUT: slow"),))
+    sequence = [good, failing, failing, failing, good, good]
+
+    service = CollectionService(lambda timeout: sequence.pop(0), interval=1, timeout=1)
+    caplog.set_level(logging.INFO, logger="exporter.service")
+    for _ in range(6):
+        service.collect_once()
+    assert [r.getMessage() for r in caplog.records] == [
+        "phase configs failing: KafkaError _TIMED_OUT: slow",
+        "phase configs recovered",
+    ]
 
 
 def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(

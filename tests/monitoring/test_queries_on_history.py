@@ -25,7 +25,8 @@ ALERTS = [name for name in RULES if ":" not in name]
 # (broker 1 stopped for 8 of them, then back without leaders for 6), the vigia-ingest group never
 # commits, the log dirs grow at the recorded rate, and the ingest job reports yesterday 96.2 %
 # complete; the HES leg as described below. Alert expressions are evaluated without their `for:`
-# (the promtool tests cover that).
+# (the promtool tests cover that). A broker that is down is no exporter failure, so
+# VigiaExporterPartial stays quiet.
 FIRING_IN_HISTORY = {
     "KafkaPartitionsUnderMinIsr": [{"topic": "events"}],
     "KafkaUnderReplicatedPartitions": [{"topic": t} for t in (
@@ -37,7 +38,6 @@ FIRING_IN_HISTORY = {
     "KafkaBrokerDiskWillFillIn7Days": [{"broker": b} for b in ("1", "2", "3")],
     "IngestBacklogGrowing": [{"consumergroup": "vigia-ingest"}],
     "IngestDayCompletenessLow": [{}],
-    "VigiaExporterPartial": [{}],
     # The HES leg loops the Connect recordings (tests/monitoring/hes_history.py): hes-broken's task
     # is FAILED throughout and never has Debezium series; hes-measure's fails for 10 minutes after
     # the database outage, during which its Debezium series are first 0, then gone.
@@ -119,7 +119,9 @@ def test_alert_selectors_return_data(backfilled: Backfilled, name: str) -> None:
 def test_alerts_firing_on_recorded_history(backfilled: Backfilled) -> None:
     fired = {}
     for name in ALERTS:
-        result = backfilled.api.range(RULES[name], backfilled.start, backfilled.end())
+        # Up to the history's end: later, the backfilled exporter's last collection only ages
+        # (VigiaExporterPartial's staleness half would fire as soon as the suite runs long).
+        result = backfilled.api.range(RULES[name], backfilled.start, backfilled.history.end)
         if result:
             fired[name] = [r["metric"] for r in result]
     assert sorted(fired) == sorted(FIRING_IN_HISTORY), f"fired: {sorted(fired)}"
