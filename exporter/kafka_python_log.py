@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from exporter.librdkafka_log import RepeatFilter
+from common.librdkafka_log import RepeatFilter
 
 SELECTOR_LOGGER = "kafka.net.selector"
 # Filters do not apply to child loggers: each logger that repeats itself gets one.

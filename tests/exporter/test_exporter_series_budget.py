@@ -70,7 +70,7 @@ def ours(c: Counts, g: Granularity) -> int:
     """docs/metrics.md's formula, steady state, probe running."""
     # kafka_broker_up: B; kafka_consumergroup_uncommitted_partitions: GT; the synthetic
     # snapshots know no capabilities (C = 0).
-    always = 9 * c.T + c.BT_r + c.BT_l + 6 * c.GT + 3 * c.G + 7 * c.B + 3 * c.D + 21
+    always = 9 * c.T + c.BT_r + c.BT_l + 6 * c.GT + 7 * c.G + 7 * c.B + 3 * c.D + 26
     probe = 52 * c.B + 1
     detail = {Replicas.ALL: 3 * c.R, Replicas.OUT_OF_SYNC: 3 * c.R_o, Replicas.OFF: 0}
     return (
