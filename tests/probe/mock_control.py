@@ -1,9 +1,9 @@
 """A librdkafka mock cluster in a child process that the test can steer: stop and start a broker,
 create a topic, move a partition's leader.
 
-confluent-kafka does not expose the mock's control functions (rdkafka_mock.h), so the child calls
-them through ctypes on the librdkafka that confluent-kafka bundles. Each command is a line on the
-child's stdin, answered by one line (librdkafka's error code, 0 = done):
+The child hosts `tests.rdkafka_mock.ControlledCluster` (the mock's control API through ctypes), so
+that a test can also stop the whole cluster (SIGSTOP) or outlive it. Each command is a line on the
+child's stdin, answered by one line (0 = done, else ERROR and why):
 
     with MockClusterProcess(3) as mock:
         mock.command("topic", "vigia-probe", 3, 3)     # partitions, replication factor
@@ -19,51 +19,31 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from types import TracebackType
 
-CHILD = r"""
-import ctypes, glob, os, sys
-import confluent_kafka
+REPO = Path(__file__).resolve().parents[2]
 
-site = os.path.dirname(os.path.dirname(confluent_kafka.__file__))
-libs = os.path.join(site, "confluent_kafka.libs")
-found = glob.glob(os.path.join(libs, "librdkafka*.so*"))
-if not found:
-    print("ERROR no bundled librdkafka in " + libs, flush=True)
-    sys.exit(1)
-lib = ctypes.CDLL(found[0])
-P, S, I = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32
-for name, res, args in (
-    ("rd_kafka_conf_new", P, []),
-    ("rd_kafka_new", P, [ctypes.c_int, P, S, ctypes.c_size_t]),
-    ("rd_kafka_mock_cluster_new", P, [P, ctypes.c_int]),
-    ("rd_kafka_mock_cluster_bootstraps", S, [P]),
-    ("rd_kafka_mock_topic_create", ctypes.c_int, [P, S, ctypes.c_int, ctypes.c_int]),
-    ("rd_kafka_mock_partition_set_leader", ctypes.c_int, [P, S, I, I]),
-    ("rd_kafka_mock_broker_set_down", ctypes.c_int, [P, I]),
-    ("rd_kafka_mock_broker_set_up", ctypes.c_int, [P, I]),
-):
-    getattr(lib, name).restype = res
-    getattr(lib, name).argtypes = args
-errstr = ctypes.create_string_buffer(512)
-handle = lib.rd_kafka_new(0, lib.rd_kafka_conf_new(), errstr, 512)
-cluster = lib.rd_kafka_mock_cluster_new(handle, int(sys.argv[1]))
-print(lib.rd_kafka_mock_cluster_bootstraps(cluster).decode(), flush=True)
+CHILD = r"""
+import sys
+
+from tests.rdkafka_mock import ControlledCluster
+
+cluster = ControlledCluster(int(sys.argv[1]))
+print(cluster.bootstrap_servers, flush=True)
+commands = {
+    "topic": lambda topic, partitions, rf: cluster.create_topic(topic, int(partitions), int(rf)),
+    "leader": lambda topic, part, broker: cluster.set_leader(topic, int(part), int(broker)),
+    "down": lambda broker: cluster.broker_down(int(broker)),
+    "up": lambda broker: cluster.broker_up(int(broker)),
+}
 for line in sys.stdin:
     command, *args = line.split()
-    if command == "topic":
-        rc = lib.rd_kafka_mock_topic_create(cluster, args[0].encode(), int(args[1]), int(args[2]))
-    elif command == "leader":
-        rc = lib.rd_kafka_mock_partition_set_leader(
-            cluster, args[0].encode(), int(args[1]), int(args[2])
-        )
-    elif command == "down":
-        rc = lib.rd_kafka_mock_broker_set_down(cluster, int(args[0]))
-    elif command == "up":
-        rc = lib.rd_kafka_mock_broker_set_up(cluster, int(args[0]))
-    else:
-        rc = -1
-    print(rc, flush=True)
+    try:
+        commands[command](*args)
+        print(0, flush=True)
+    except Exception as exc:  # the answer line says what failed
+        print(f"ERROR {exc!r}", flush=True)
 """
 
 
@@ -71,6 +51,7 @@ class MockClusterProcess:
     def __init__(self, brokers: int = 3) -> None:
         self._process = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(brokers)],
+            cwd=REPO,  # where the child imports tests.rdkafka_mock from
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
