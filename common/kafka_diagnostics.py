@@ -125,7 +125,9 @@ class KafkaDiagnostics:
 
     def log(self, level: int, msg: str, *args: object) -> None:
         """The `logger` interface confluent-kafka calls for each librdkafka log line."""
-        self._librdkafka.log(level, msg, *args)
+        # librdkafka retries what it logs as an error (a refused connection, a failed handshake);
+        # the component logs one ERROR line itself when it gives up, with the cause named.
+        self._librdkafka.log(logging.WARNING if level == logging.ERROR else level, msg, *args)
         if level >= logging.WARNING:
             text = msg % args if args else msg
             self._note(classify(text, None, self._subject), text)

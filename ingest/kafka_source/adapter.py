@@ -227,6 +227,8 @@ class KafkaAdmin:
         def attempt(timeout: float) -> list[int]:
             try:
                 # All topics: asking for one by name may create it (auto.create.topics.enable).
+                # Asked in slices with librdkafka's callbacks served in between, so that an
+                # authentication or TLS failure ends the wait at once.
                 metadata = wait_for_metadata(self._admin(), self._diagnostics, timeout)
             except KafkaUnavailable as exc:
                 if not exc.timed_out:  # authentication or TLS: no retry can fix it

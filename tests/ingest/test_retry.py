@@ -217,7 +217,10 @@ class FakeAdmin:
         self.clients += 1
         return self
 
-    def list_topics(self, timeout: float) -> Metadata:
+    def poll(self, timeout: float) -> int:
+        return 0  # no librdkafka callbacks to serve
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Metadata:
         self.clock.now += 0.2
         if not self.metadata:
             self.refreshes += 1
