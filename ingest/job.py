@@ -150,7 +150,8 @@ def read_stream(spark: SparkSession, config: IngestConfig) -> DataFrame:
 def observed_stream(raw: DataFrame) -> DataFrame:
     """Parsed and classified rows, observed so each progress event carries per-reason counts."""
     classified = transform.classify(transform.parse(raw))
-    return classified.observe(transform.OBSERVATION, *transform.observe_exprs())
+    observed = classified.observe(transform.OBSERVATION, *transform.observe_exprs())
+    return transform.slim(observed)
 
 
 class BatchWriter:
