@@ -3,8 +3,7 @@
 Works the same on a static DataFrame and on each micro-batch of the stream; the input has the
 columns of Spark's Kafka source (`ingest.schema.KAFKA_SOURCE_COLUMNS`).
 
-    parse(raw)                 the JSON read vectorised (json_tuple; from_json where a field is
-                               missing), every field as text
+    parse(raw)                 the JSON read vectorised (from_json, PERMISSIVE), every field as text
     classify(parsed)           typed measure columns + `reason` (null when the row is valid)
     slim(classified)           the message as received kept on rejected rows only
     split_classified(df)       (valid rows in VALID_COLUMNS, rejected rows in QUARANTINE_COLUMNS)
@@ -23,10 +22,11 @@ when absent or null (and the meter also when blank); measure_date must be a real
 yyyy-MM-dd; ts must be ISO-8601 *with* an offset (`Z`, `+hh:mm`), so that its meaning never depends
 on the Spark session time zone; value must be a finite number ≥ 0.
 
-Cost: the JSON parse is most of it. In foreachBatch, persist the classified batch before splitting
-it: otherwise each branch parses again, and Spark pushes the split's filter below the parse, which
-parses each message once more. In a stream, observe the classified DataFrame (before the sink) so
-the per-reason counts appear in each progress event.
+Cost: the JSON parse is most of it (json_tuple alone reads faster, but within classify it saved
+nothing measurable; docs/ingest-performance.md). In foreachBatch, persist the classified batch,
+slimmed, before splitting it: otherwise each branch parses again, and Spark pushes the split's
+filter below the parse, which parses each message once more. In a stream, observe the classified
+DataFrame (before the sink) so the per-reason counts appear in each progress event.
 """
 
 from __future__ import annotations
@@ -70,39 +70,25 @@ _TEXT: Final = {name: f"_json_{name}" for name in FIELDS}
 def parse(raw: DataFrame) -> DataFrame:
     """Read each message's JSON; keep the message as received and where it came from."""
     raw_value = F.col("value").cast("string")
-    # json_tuple reads a message about twice as fast as from_json but cannot tell broken JSON from
-    # a missing field (both give nulls). So from_json, and its verdict, are only asked for when a
-    # field came back null: a few messages in a normal batch, and the same answers as before.
-    tupled = raw.select(
+    json_fields = [F.col(f"_json.{name}").alias(_TEXT[name]) for name in FIELDS]
+    return raw.select(
         raw_value.alias("raw_value"),
         F.col("key").cast("string").alias("raw_key"),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
-        F.json_tuple(raw_value, *FIELDS).alias(*(f"_tuple_{name}" for name in FIELDS)),
-    )
-    incomplete = reduce(operator.or_, (F.col(f"_tuple_{name}").isNull() for name in FIELDS))
-    json = F.from_json("raw_value", RAW_JSON_SCHEMA, _JSON_OPTIONS)
-    checked = tupled.select(
-        "*", F.when(incomplete, json).alias("_json"), incomplete.alias("_incomplete")
-    )
-    return checked.select(
+        F.from_json(raw_value, RAW_JSON_SCHEMA, _JSON_OPTIONS).alias("_json"),
+    ).select(
         "raw_value",
         "raw_key",
         *_KAFKA_COLUMNS,
         # A value that is not a JSON object gives a null struct (empty input) or one with only
         # the corrupt-record text set (anything else, including the literal `null`).
-        (
-            F.col("_incomplete")
-            & (F.col("_json").isNull() | F.col(f"_json.{CORRUPT_RECORD_COLUMN}").isNotNull())
-        ).alias("_malformed"),
-        *(
-            F.when(F.col("_incomplete"), F.col(f"_json.{name}"))
-            .otherwise(F.col(f"_tuple_{name}"))
-            .alias(_TEXT[name])
-            for name in FIELDS
+        (F.col("_json").isNull() | F.col(f"_json.{CORRUPT_RECORD_COLUMN}").isNotNull()).alias(
+            "_malformed"
         ),
+        *json_fields,
     )
 
 
