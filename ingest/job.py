@@ -1,7 +1,8 @@
 """The ingest job: Kafka → validation → Parquet measures and quarantine, exactly once, with metrics.
 
     Kafka source (vigia-kafka, or Spark's built-in "kafka")
-      → transform.parse → transform.classify → observe(per-reason counts, newest TS)   [streaming]
+      → transform.parse → transform.classify → observe(per-reason counts, newest TS)
+      → transform.slim (the message as received kept on rejected rows only)           [streaming]
       → foreachBatch: persist; split valid / rejected; dedupe_latest(valid);
                       ExactlyOnceSink publishes both as batch N                        [per batch]
 
