@@ -1,7 +1,8 @@
 """The ingest job: Kafka → validation → Parquet measures and quarantine, exactly once, with metrics.
 
     Kafka source (vigia-kafka, or Spark's built-in "kafka")
-      → transform.parse → transform.classify → observe(per-reason counts, newest TS)   [streaming]
+      → transform.parse → transform.classify → observe(per-reason counts, newest TS)
+      → transform.slim (the message as received kept on rejected rows only)           [streaming]
       → foreachBatch: persist; split valid / rejected; dedupe_latest(valid);
                       ExactlyOnceSink publishes both as batch N                        [per batch]
 
@@ -64,6 +65,7 @@ from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
 log = logging.getLogger(__name__)
 
 LISTENER_WAIT_S: Final = 10.0
+BYPASS_PARTIAL_AGGREGATION: Final = "spark.sql.execution.bypassPartialAggregation"
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 # Spark loggers that print a failed query's stack traces; the job reports the failure itself, in
@@ -93,6 +95,8 @@ def session_settings(spark_master: str | None) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         # Otherwise a partitioned write sorts each task's rows by measure_date first.
         "spark.sql.maxConcurrentOutputFileWriters": "16",
+        # The persisted batch lives a few seconds: compressing it costs more CPU than it saves.
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # Stage progress bars would interleave with the job's log lines.
         "spark.ui.showConsoleProgress": "false",
     }
@@ -160,7 +164,8 @@ def read_stream(
 def observed_stream(raw: DataFrame) -> DataFrame:
     """Parsed and classified rows, observed so each progress event carries per-reason counts."""
     classified = transform.classify(transform.parse(raw))
-    return classified.observe(transform.OBSERVATION, *transform.observe_exprs())
+    observed = classified.observe(transform.OBSERVATION, *transform.observe_exprs())
+    return transform.slim(observed)
 
 
 class BatchWriter:
@@ -172,6 +177,10 @@ class BatchWriter:
         self._metrics = metrics
 
     def __call__(self, classified: DataFrame, batch_id: int) -> None:
+        # The dedupe groups by measure key and a batch rarely repeats a key: an aggregation before
+        # the shuffle reduces nothing and costs ~20 % of a batch's CPU (docs/ingest-performance.md).
+        # Set on the stream's own session: the start-up count per day wants the two-phase one.
+        classified.sparkSession.conf.set(BYPASS_PARTIAL_AGGREGATION, "true")
         # Both outputs derive from the classified rows; without the cache the second write would
         # read Kafka and parse every message again.
         classified.persist()

@@ -5,6 +5,7 @@ columns of Spark's Kafka source (`ingest.schema.KAFKA_SOURCE_COLUMNS`).
 
     parse(raw)                 the JSON read vectorised (from_json, PERMISSIVE), every field as text
     classify(parsed)           typed measure columns + `reason` (null when the row is valid)
+    slim(classified)           the message as received kept on rejected rows only
     split_classified(df)       (valid rows in VALID_COLUMNS, rejected rows in QUARANTINE_COLUMNS)
     split_valid_invalid(p)     classify + split_classified
     dedupe_latest(valid)       one row per measure key: the newest ts wins
@@ -21,10 +22,11 @@ when absent or null (and the meter also when blank); measure_date must be a real
 yyyy-MM-dd; ts must be ISO-8601 *with* an offset (`Z`, `+hh:mm`), so that its meaning never depends
 on the Spark session time zone; value must be a finite number ≥ 0.
 
-Cost: the JSON parse is most of it. In foreachBatch, persist the classified batch before splitting
-it: otherwise each branch parses again, and Spark pushes the split's filter below the parse, which
-parses each message once more. In a stream, observe the classified DataFrame (before the sink) so
-the per-reason counts appear in each progress event.
+Cost: the JSON parse is most of it (json_tuple alone reads faster, but within classify it saved
+nothing measurable; docs/ingest-performance.md). In foreachBatch, persist the classified batch,
+slimmed, before splitting it: otherwise each branch parses again, and Spark pushes the split's
+filter below the parse, which parses each message once more. In a stream, observe the classified
+DataFrame (before the sink) so the per-reason counts appear in each progress event.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ OBSERVED_NEWEST_TS: Final = "newest_ts_seconds"
 
 _JSON_OPTIONS: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD_COLUMN}
 _KAFKA_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
+# Columns only quarantined rows need (see `slim`).
+_RECEIVED: Final = frozenset({"raw_value", "raw_key", "kafka_topic", "kafka_timestamp"})
 # Text fields of the parsed JSON, prefixed so they never clash with the typed columns.
 _TEXT: Final = {name: f"_json_{name}" for name in FIELDS}
 
@@ -144,6 +148,18 @@ def classify(parsed: DataFrame) -> DataFrame:
         *_KAFKA_COLUMNS,
         F.current_timestamp().alias("ingested_at"),
         reason.alias("reason"),
+    )
+
+
+def slim(classified: DataFrame) -> DataFrame:
+    """The same rows and columns, with the message as received blanked on valid rows: only
+    quarantined rows keep it, and it is most of a batch's bytes (what a persist must copy)."""
+    rejected = F.col("reason").isNotNull()
+    return classified.select(
+        *(
+            F.when(rejected, F.col(name)).alias(name) if name in _RECEIVED else F.col(name)
+            for name in classified.columns
+        )
     )
 
 

@@ -29,6 +29,8 @@ from ingest.transform import (
     observe_exprs,
     parse,
     process,
+    slim,
+    split_classified,
     split_valid_invalid,
 )
 from tests.ingest_unit.conftest import kafka_frame
@@ -221,6 +223,25 @@ def test_process_a_mixed_batch(spark: SparkSession) -> None:
         (6, "invalid_ts"),
     ]
     assert tuple(valid.columns) == VALID_COLUMNS
+
+
+def test_slim_keeps_the_message_on_rejected_rows_only(spark: SparkSession) -> None:
+    classified = classify(parse(kafka_frame(spark, [record(), "{broken"])))
+    slimmed = slim(classified)
+    assert slimmed.schema == classified.schema
+    valid, invalid = split_classified(slimmed)
+    assert [r["value"] for r in valid.collect()] == [1.234]
+    [rejected] = invalid.collect()
+    assert (rejected["raw_value"], rejected["raw_key"], rejected["kafka_topic"]) == (
+        "{broken",
+        "UY000001",
+        "measure",
+    )
+    assert rejected["kafka_timestamp"] is not None
+    kept = slimmed.where(F.col("reason").isNull()).collect()
+    assert [
+        (r["raw_value"], r["raw_key"], r["kafka_topic"], r["kafka_timestamp"]) for r in kept
+    ] == [(None, None, None, None)]
 
 
 def test_observed_counts_per_reason(spark: SparkSession) -> None:
