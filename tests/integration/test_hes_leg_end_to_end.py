@@ -1,5 +1,5 @@
-"""The HES leg end to end on real parts: rows upserted into the HES (VIGIA_TEST_HES_DSN, a user
-that may INSERT into hes.measure) → Debezium on a Kafka Connect worker
+"""The HES leg end to end on real parts: rows upserted into the HES (VIGIA_TEST_HES_WRITER_DSN, a
+user that may INSERT into hes.measure; the exporter reads with VIGIA_TEST_HES_DSN) → Debezium on a Kafka Connect worker
 (VIGIA_TEST_CONNECT_URL, connector `hes-measure` as in docker/connect/connector-hes-measure.json)
 → topic `measure` on a real cluster (VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS) → the ingest job
 (--available-now, its own checkpoint and group) → Parquet, while the exporter watches every hop.
@@ -52,9 +52,10 @@ from tests.ingest.conftest import spark  # noqa: F401
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-CONNECT, HES, KAFKA = (
+CONNECT, HES, WRITER, KAFKA = (
     "VIGIA_TEST_CONNECT_URL",
-    "VIGIA_TEST_HES_DSN",
+    "VIGIA_TEST_HES_DSN",  # the exporter's read-only user, as in test_hes_real_source.py
+    "VIGIA_TEST_HES_WRITER_DSN",  # a user that may INSERT into hes.measure
     "VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS",
 )
 STOP, START, JMX = "VIGIA_TEST_HES_STOP", "VIGIA_TEST_HES_START", "VIGIA_TEST_CONNECT_JMX_URL"
@@ -78,7 +79,7 @@ def _require(names: tuple[str, ...], why: str) -> dict[str, str]:
 
 @pytest.fixture
 def env() -> dict[str, str]:
-    return _require((CONNECT, HES, KAFKA), "no real HES leg to test against")
+    return _require((CONNECT, HES, WRITER, KAFKA), "no real HES leg to test against")
 
 
 @pytest.fixture
@@ -156,7 +157,7 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    dsn = parse_dsn(env[HES])
+    dsn = parse_dsn(env[WRITER])
     options = kafka_config.from_env()
     group, prefix = f"vigia-it-hes-{run_id}", f"it{run_id}-"
     now = time.time()
