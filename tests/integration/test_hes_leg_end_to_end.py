@@ -1,8 +1,9 @@
 """The HES leg end to end on real parts: rows upserted into the HES (VIGIA_TEST_HES_WRITER_DSN, a
-user that may INSERT into hes.measure; the exporter reads with VIGIA_TEST_HES_DSN) → Debezium on
-a Kafka Connect worker (VIGIA_TEST_CONNECT_URL, connector `hes-measure` as in
-docker/connect/connector-hes-measure.json) → topic `measure` on a real cluster (VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS) → the ingest job
-(--available-now, its own checkpoint and group) → Parquet, while the exporter watches every hop.
+user that may INSERT into hes.measure; the exporter reads with VIGIA_TEST_HES_DSN) → Debezium on a
+Kafka Connect worker (VIGIA_TEST_CONNECT_URL, connector `hes-measure` as in
+docker/connect/connector-hes-measure.json) → topic `measure` on a real cluster
+(VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS) → the ingest job (--available-now, its own checkpoint and
+group) → Parquet, while the exporter watches every hop.
 
 Everything is shared and busy: this run's meters carry a random prefix (`it<run>-`), counts are
 compared as deltas against values read before the insert. The run's consumer group is deleted at
