@@ -253,6 +253,7 @@ def _group(
         "type": group.type,
         "protocol": group.protocol,
         "coordinator": group.coordinator,
+        "denied": list(group.denied),
         "status": None if evaluation is None else evaluation.status.name,
         "status_window_completeness": None if evaluation is None else evaluation.complete,
         "members": None

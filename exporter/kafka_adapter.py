@@ -457,7 +457,7 @@ class KafkaAdapter:
             if not self._unsupported("describe_groups", exc):
                 phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
         offsets: dict[str, Future[Any]] = {}
-        offset_failures: list[str] = []
+        offset_failures: dict[str, str] = {}
         for group_id in group_ids:
             try:
                 offsets.update(
@@ -467,11 +467,11 @@ class KafkaAdapter:
                     )
                 )
             except Exception as exc:
-                offset_failures.append(f"{group_id}: {error_text(exc)}")
+                offset_failures[group_id] = error_text(exc)
         wait([*described.values(), *offsets.values()], timeout=deadline.remaining())
 
         groups = []
-        describe_failures: list[str] = []
+        describe_failures: dict[str, str] = {}
         unsupported = {
             group_id
             for group_id, future in described.items()
@@ -481,15 +481,21 @@ class KafkaAdapter:
         }
         if len(unsupported) < len(described):
             self._capabilities.supported("describe_groups")
+        by_phase = (("groups", describe_failures), ("group_offsets", offset_failures))
         for group_id in group_ids:
             description = None
             if group_id not in unsupported:
                 description = _future_value(described.get(group_id), group_id, describe_failures)
             committed = _future_value(offsets.get(group_id), group_id, offset_failures)
-            groups.append(_group(group_id, description, committed, self._filters))
+            refused = tuple(
+                phase
+                for phase, failures in by_phase
+                if kind_of(failures.get(group_id, "")) == AUTHORIZATION
+            )
+            groups.append(_group(group_id, description, committed, self._filters, refused))
         # Groups the exporter may not see are a fact about its permissions, summarised apart so
         # that they never hide another failure (snapshot.PERMISSION_PHASES).
-        for denied, failures in _by_permission(describe_failures if described else []):
+        for denied, failures in _by_permission(describe_failures):
             summary = _summary(failures, len(group_ids), "groups")
             phases.fail("groups", f"DescribeGroups {'denied, ' if denied else ''}{summary}")
         for denied, failures in _by_permission(offset_failures):
@@ -651,20 +657,21 @@ def _result(
         return default
 
 
-def _future_value(future: Future[Any] | None, key: str, failures: list[str]) -> Any:
+def _future_value(future: Future[Any] | None, key: str, failures: dict[str, str]) -> Any:
     if future is None:
         return None
     try:
         return future.result(timeout=0)
     except Exception as exc:
-        failures.append(f"{key}: {error_text(exc)}")
+        failures[key] = error_text(exc)
         return None
 
 
-def _by_permission(failures: list[str]) -> list[tuple[bool, list[str]]]:
-    """(denied, failures): authorization failures apart from the others, each group non-empty."""
-    denied = [f for f in failures if kind_of(f) == AUTHORIZATION]
-    other = [f for f in failures if kind_of(f) != AUTHORIZATION]
+def _by_permission(failures: Mapping[str, str]) -> list[tuple[bool, list[str]]]:
+    """(denied, failures): authorization failures apart from the others, each group non-empty;
+    `failures` maps a group to its error."""
+    denied = [f"{g}: {m}" for g, m in failures.items() if kind_of(m) == AUTHORIZATION]
+    other = [f"{g}: {m}" for g, m in failures.items() if kind_of(m) != AUTHORIZATION]
     return [(flag, group) for flag, group in ((True, denied), (False, other)) if group]
 
 
@@ -672,7 +679,9 @@ def _summary(failures: list[str], total: int, what: str) -> str:
     return f"{len(failures)} of {total} {what} failed, first: {failures[0]}"
 
 
-def _group(group_id: str, description: Any, committed: Any, filters: Filters) -> ConsumerGroup:
+def _group(
+    group_id: str, description: Any, committed: Any, filters: Filters, denied: tuple[str, ...]
+) -> ConsumerGroup:
     members = None
     if description is not None:
         members = tuple(
@@ -715,6 +724,7 @@ def _group(group_id: str, description: Any, committed: Any, filters: Filters) ->
         coordinator=coordinator.id if coordinator is not None else None,
         members=members,
         committed=offsets,
+        denied=denied,
     )
 
 

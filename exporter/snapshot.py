@@ -133,6 +133,9 @@ class ConsumerGroup:
     members: tuple[GroupMember, ...] | None
     # None when the committed offsets could not be read; only offsets >= 0 otherwise.
     committed: tuple[CommittedOffset, ...] | None
+    # The PERMISSION_PHASES whose call an ACL refused for this group (its fields above are then
+    # None), in PHASES order; empty when the exporter may see it.
+    denied: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,13 @@ class ConsumerGroupCollector(StateCollector):
                 info.add_metric([g.group_id, g.state, g.protocol or ""], 1)
         yield members
         yield info
+        yield gauge(
+            "kafka_consumergroup_access_denied",
+            "1 for a group the exporter's ACLs do not let it describe or read the offsets of; no "
+            "series for the others.",
+            ["consumergroup"],
+            {g.group_id: 1 for g in state.snapshot.groups if g.denied},
+        )
 
         yield gauge(
             "kafka_consumergroup_messages_consumed_per_second",

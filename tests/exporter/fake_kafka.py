@@ -68,6 +68,7 @@ class Faults:
     log_dirs_brokers: Mapping[int, BaseException] = field(default_factory=dict)
     offsets_leader_down: int | None = None  # partitions led by this broker fail ListOffsets
     describe_groups: BaseException | None = None
+    describe_groups_spared: frozenset[str] = frozenset()  # groups the describe_groups fault spares
     list_groups: BaseException | None = None
     hang: set[str] = field(default_factory=set)  # method names whose futures never complete
     legacy_bootstrap: BaseException | None = None
@@ -213,7 +214,8 @@ class FakeAdmin:
             if "describe_consumer_groups" in self._c.faults.unsupported:
                 result[gid] = failed(unsupported_feature())
                 continue
-            if self._c.faults.describe_groups is not None:
+            faults = self._c.faults
+            if faults.describe_groups is not None and gid not in faults.describe_groups_spared:
                 result[gid] = failed(self._c.faults.describe_groups)
                 continue
             g = groups[gid]

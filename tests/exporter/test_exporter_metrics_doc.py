@@ -33,10 +33,15 @@ def probe_stats() -> ProbeStats:
 
 
 def served() -> Families:
-    """Every family from every recorded scenario, a collection with phase timings, the probe
-    both disabled and running, and the recorded Connect cluster."""
+    """Every family from every recorded scenario, a collection with phase timings and a group
+    the exporter may not describe, the probe both disabled and running, and the recorded Connect
+    cluster."""
+    healthy = snapshot("healthy")
+    hidden = replace(healthy.groups[0], denied=("groups",))
     timed = replace(
-        snapshot("healthy"), durations=MappingProxyType({"metadata": 0.1, "total": 0.5})
+        healthy,
+        durations=MappingProxyType({"metadata": 0.1, "total": 0.5}),
+        groups=(hidden, *healthy.groups[1:]),
     )
     texts = [render(state(s), FULL) for s in SCENARIOS] + [
         render(derive(None, timed)),

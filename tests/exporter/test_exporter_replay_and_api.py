@@ -63,6 +63,7 @@ GROUP_KEYS = {
     "type",
     "protocol",
     "coordinator",
+    "denied",
     "status",
     "status_window_completeness",
     "members",
@@ -188,6 +189,7 @@ def test_cluster_json_shape_and_values_healthy_later() -> None:
         2,
     )
     assert billing["members"][0]["client_id"] == "billing-1"
+    assert billing["denied"] == []
     assert len(billing["members"][0]["assignment"]) == 6
     (topic,) = billing["topics"]
     assert (topic["topic"], topic["lag"]) == ("measure", 778)
