@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +23,14 @@ import httpx
 
 from tests.conftest import free_port
 from tests.dashboard.recorded import cluster_json, openmetrics_history, time_span
-from tests.servers import PROMTOOL, Server, start_alertmanager, start_prometheus, wait_until
+from tests.servers import (
+    PROMTOOL,
+    Server,
+    start,
+    start_alertmanager,
+    start_prometheus,
+    wait_until,
+)
 
 
 class BackfilledPrometheus:
@@ -138,3 +146,21 @@ class RealAlertmanager:
     def stop(self) -> None:
         if self.server:
             self.server.stop()
+
+
+def start_dashboard(
+    work: Path, prometheus: str, exporter: str, alertmanager: str, *flags: str
+) -> Server:
+    """vigia-dashboard on a free port against these backends, once /healthz answers."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "dashboard.cli",
+        f"--port={port}",
+        f"--prometheus-url={prometheus}",
+        f"--exporter-url={exporter}",
+        f"--alertmanager-url={alertmanager}",
+        *flags,
+    ]
+    return start("vigia-dashboard", command, port, work / "dashboard.log", "/healthz")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -28,9 +27,13 @@ from typing import Any
 import pytest
 
 from dashboard.views.common import fmt_seconds
-from tests.conftest import free_port
-from tests.dashboard.backends import BackfilledPrometheus, ClusterJsonServer, RealAlertmanager
-from tests.servers import ALERTMANAGER, PROMETHEUS, PROMTOOL, Server, start
+from tests.dashboard.backends import (
+    BackfilledPrometheus,
+    ClusterJsonServer,
+    RealAlertmanager,
+    start_dashboard,
+)
+from tests.servers import ALERTMANAGER, PROMETHEUS, PROMTOOL, Server
 
 pytestmark = [
     pytest.mark.browser,
@@ -86,17 +89,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     prometheus = BackfilledPrometheus(work)
     exporter = ClusterJsonServer()
     alertmanager = RealAlertmanager(work)
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "dashboard.cli",
-        f"--prometheus-url={prometheus.url}",
-        f"--exporter-url={exporter.url}",
-        f"--alertmanager-url={alertmanager.url}",
-        f"--refresh-interval={REFRESH}",
-        f"--port={port}",
-    ]
     dashboard: Server | None = None
     try:
         prometheus.start()
@@ -105,8 +97,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         alertmanager.fire(
             TEST_ALERT, "critical", "Newest stored measure is over 1 h old (posted by the test)"
         )
-        dashboard = start("vigia-dashboard", command, port, work / "dashboard.log", "/healthz")
-        yield Stack(prometheus, exporter, alertmanager, dashboard, f"http://127.0.0.1:{port}")
+        dashboard = start_dashboard(
+            work, prometheus.url, exporter.url, alertmanager.url, f"--refresh-interval={REFRESH}"
+        )
+        yield Stack(prometheus, exporter, alertmanager, dashboard, dashboard.url)
     finally:
         if dashboard:
             dashboard.stop()

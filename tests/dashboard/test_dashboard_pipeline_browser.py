@@ -10,7 +10,6 @@ the real `vigia-dashboard` CLI. The screenshot goes to $VIGIA_DASHBOARD_SCREENSH
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Iterator
 
@@ -20,7 +19,7 @@ from exporter.connect.collector import connect_json
 from tests.conftest import free_port
 from tests.connect.recorded import STATES
 from tests.connect.test_connect_model import DENIED, recorded_reports
-from tests.dashboard.backends import ClusterJsonServer, RealAlertmanager
+from tests.dashboard.backends import ClusterJsonServer, RealAlertmanager, start_dashboard
 from tests.dashboard.recorded import cluster_json
 from tests.dashboard.test_dashboard_browser import (  # the module skips when Chromium is missing
     Stack,
@@ -32,7 +31,7 @@ from tests.dashboard.test_dashboard_browser import (  # the module skips when Ch
     wait_for,
 )
 from tests.monitoring.history import write_history
-from tests.servers import PROMTOOL, Server, run, start, start_prometheus
+from tests.servers import PROMTOOL, Server, run, start_prometheus
 
 pytestmark = [
     pytest.mark.browser,
@@ -90,19 +89,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     prometheus = HistoryPrometheus(work)
     exporter = ExporterWithConnect()
     alertmanager = RealAlertmanager(work)
-    port = free_port()
     dashboard: Server | None = None
     try:
         prometheus_url = prometheus.start()
         exporter.start()
         alertmanager.start()
-        command = [
-            sys.executable, "-m", "dashboard.cli", f"--prometheus-url={prometheus_url}",
-            f"--exporter-url={exporter.url}", f"--alertmanager-url={alertmanager.url}",
-            "--refresh-interval=30", f"--port={port}",
-        ]  # fmt: skip
-        dashboard = start("vigia-dashboard", command, port, work / "dashboard.log", "/healthz")
-        yield Stack(prometheus, exporter, alertmanager, dashboard, f"http://127.0.0.1:{port}")  # type: ignore[arg-type]
+        dashboard = start_dashboard(
+            work, prometheus_url, exporter.url, alertmanager.url, "--refresh-interval=30"
+        )
+        yield Stack(prometheus, exporter, alertmanager, dashboard, dashboard.url)  # type: ignore[arg-type]
     finally:
         if dashboard:
             dashboard.stop()

@@ -7,7 +7,6 @@ rules), so an alert added anywhere follows it."""
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,9 @@ import yaml
 from dashboard.pages import PAGE_BY_PATH
 from launcher.demo import RULES as DEMO_RULES
 from tests.conftest import free_port
+from tests.dashboard.backends import start_dashboard
 from tests.monitoring.servers import PROMETHEUS_DIR, REPO
-from tests.servers import Server, start
+from tests.servers import Server
 
 CONSOLE = "{{ $externalLabels.vigia_console_url }}"
 RUNBOOKS = REPO / "docs" / "runbooks"
@@ -70,13 +70,9 @@ def _check_dashboard_url(file: str, name: str, notes: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def dash_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("dash") / "dashboard.log"
     # Backends that do not answer: the runbooks and pages must not need them.
     dead = f"http://127.0.0.1:{free_port()}"
-    cmd = [sys.executable, "-m", "dashboard.cli", "--port", str(port)]
-    cmd += ["--prometheus-url", dead, "--exporter-url", dead, "--alertmanager-url", dead]
-    server = start("dashboard", cmd, port, log, "/healthz")
+    server = start_dashboard(tmp_path_factory.mktemp("dash"), dead, dead, dead)
     yield server
     server.stop()
 
