@@ -18,6 +18,10 @@ def _tp_gauge(name: str, documentation: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, labels=_TP)
 
 
+def _topic_gauge(name: str, documentation: str) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=["topic"])
+
+
 class TopicCollector(StateCollector):
     def __init__(self, source: StateSource, granularity: Granularity = DEFAULT) -> None:
         super().__init__(source)
@@ -45,33 +49,24 @@ class TopicCollector(StateCollector):
 
     def _topic_families(self, state: ExporterState) -> Iterator[Metric]:
         """Served at every granularity: what alerts, rules and boards aggregate per topic."""
-        partitions = GaugeMetricFamily(
-            "kafka_topic_partitions", "Number of partitions of the topic.", labels=["topic"]
+        partitions = _topic_gauge("kafka_topic_partitions", "Number of partitions of the topic.")
+        rf = _topic_gauge(
+            "kafka_topic_replication_factor", "Largest replica count of the topic's partitions."
         )
-        rf = GaugeMetricFamily(
-            "kafka_topic_replication_factor",
-            "Largest replica count of the topic's partitions.",
-            labels=["topic"],
-        )
-        urp = GaugeMetricFamily(
+        urp = _topic_gauge(
             "kafka_topic_under_replicated_partitions",
             "Partitions of the topic whose ISR is smaller than their replicas.",
-            labels=["topic"],
         )
-        under_min_isr = GaugeMetricFamily(
+        under_min_isr = _topic_gauge(
             "kafka_topic_under_min_isr_partitions",
             "Partitions of the topic whose ISR is smaller than its min.insync.replicas.",
-            labels=["topic"],
         )
-        offline = GaugeMetricFamily(
-            "kafka_topic_offline_partitions",
-            "Partitions of the topic without a leader.",
-            labels=["topic"],
+        offline = _topic_gauge(
+            "kafka_topic_offline_partitions", "Partitions of the topic without a leader."
         )
-        not_preferred = GaugeMetricFamily(
+        not_preferred = _topic_gauge(
             "kafka_topic_leader_not_preferred_partitions",
             "Partitions of the topic not led by their preferred (first) replica.",
-            labels=["topic"],
         )
         statuses = state.partition_status
         for topic in state.snapshot.topics:
