@@ -11,6 +11,9 @@
              step (CPU of this process, the JVM and its Python workers: steadier than wall time on
              a shared machine).
 
+The last Kafka round is also shown by Spark stage (the UI's REST API: wall, run and CPU time per
+stage) and by JVM thread (the JIT compilers and the GC included), see ``spark_profile.py``.
+
 Both streaming runs use the job's own code (`ingest.job.observed_stream`, `BatchWriter`,
 `ExactlyOnceSink`) with ``maxOffsetsPerTrigger`` / ``rowsPerBatch`` = --rows-per-batch; the rate
 is Σ rows / Σ batch durations over the batches after the first (JVM and Python-worker warm-up).
@@ -44,6 +47,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from tqdm import tqdm
 
+from benchmarks.spark_profile import jvm_thread_cpu, last_stage_id, stage_report, thread_report
 from common.logs import setup_logging
 from ingest import transform
 from ingest.config import IngestConfig
@@ -60,12 +64,15 @@ from ingest.job import (
 from ingest.metrics import IngestMetrics
 from ingest.schema import KAFKA_SOURCE_COLUMNS, MAGNITUDES
 from ingest.sinks import ExactlyOnceSink
+from tests.rdkafka_mock import ControlledCluster
 
 log = logging.getLogger("benchmark")
 
 METERS = 10_000
 DAY = "2026-11-20"
-PARTITIONS = 4
+# librdkafka's mock broker keeps about 5 MB of log per partition: ≈200,000 of these messages,
+# lz4-compressed. A round must fit in what the topic keeps.
+MOCK_MESSAGES_PER_PARTITION = 200_000
 
 
 def measure_columns(n: Column) -> tuple[Column, Column]:
@@ -94,14 +101,14 @@ def measure_columns(n: Column) -> tuple[Column, Column]:
     return key.cast("binary"), json.cast("binary")
 
 
-def kafka_rows(numbers: DataFrame, topic: str) -> DataFrame:
+def kafka_rows(numbers: DataFrame, topic: str, partitions: int) -> DataFrame:
     """Rows shaped like Spark's Kafka source, from a DataFrame with a long column ``n``."""
     key, value = measure_columns(F.col("n"))
     return numbers.select(
         key.alias("key"),
         value.alias("value"),
         F.lit(topic).alias("topic"),
-        (F.col("n") % PARTITIONS).cast("int").alias("partition"),
+        (F.col("n") % partitions).cast("int").alias("partition"),
         F.col("n").alias("offset"),
         F.current_timestamp().alias("timestamp"),
         F.lit(0).alias("timestampType"),
@@ -126,7 +133,7 @@ def produce(spark: SparkSession, servers: str, topic: str, first: int, count: in
             numbers = spark.range(start, min(start + chunk, first + count)).withColumnRenamed(
                 "id", "n"
             )
-            table = kafka_rows(numbers, topic).select("key", "value").toArrow()
+            table = kafka_rows(numbers, topic, 1).select("key", "value").toArrow()
             for key, value in zip(
                 table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True
             ):
@@ -175,11 +182,9 @@ def run_kafka(spark: SparkSession, args: argparse.Namespace, work: Path) -> tupl
     cluster = None
     servers = args.bootstrap_servers
     if not servers:
-        # librdkafka's mock cluster lives as long as this client; asking for the topic's metadata
-        # creates it (4 partitions).
-        cluster = Producer({"test.mock.num.brokers": 3, "log_level": 3})
-        metadata = cluster.list_topics(args.topic, timeout=10)
-        servers = ",".join(f"{b.host}:{b.port}" for b in metadata.brokers.values())
+        cluster = ControlledCluster(brokers=3)
+        cluster.create_topic(args.topic, args.partitions)
+        servers = cluster.bootstrap_servers
     config = IngestConfig(
         bootstrap_servers=servers,
         topic=args.topic,
@@ -203,14 +208,24 @@ def run_kafka(spark: SparkSession, args: argparse.Namespace, work: Path) -> tupl
     for round_number in range(args.rounds):
         produce(spark, servers, args.topic, round_number * per_round, per_round)
         job = IngestJob(spark, config, IngestMetrics(config.query_name), preflight_kafka(config))
+        first_stage, threads = last_stage_id(spark), jvm_thread_cpu(spark)
         job.run()
+        if round_number == args.rounds - 1:
+            log.info(
+                "the last round's Kafka pipeline (%d batches), by Spark stage:\n%s\n"
+                "and by JVM thread:\n%s",
+                args.batches_per_round,
+                stage_report(spark, first_stage),
+                thread_report(threads, jvm_thread_cpu(spark)),
+            )
         assert job.query is not None
         pipeline.extend(json.loads(p.json) for p in job.query.recentProgress)
         query = start_query(read_stream(spark, source_only), source_only, noop_writer)
         query.awaitTermination()
         source.extend(json.loads(p.json) for p in query.recentProgress)
         log.info("kafka round %d of %d done", round_number + 1, args.rounds)
-    del cluster
+    if cluster is not None:
+        cluster.close()
     return (
         steady_state("kafka (vigia-kafka) → validation → Parquet", pipeline),
         steady_state("  kafka source alone (noop sink)", source),
@@ -225,7 +240,7 @@ def run_rate(
     raw = (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", args.rows_per_batch)
-        .option("numPartitions", PARTITIONS)
+        .option("numPartitions", args.partitions)
         .load()
         .select(F.col("value").alias("n"))
     )
@@ -239,7 +254,7 @@ def run_rate(
         metrics_port=0,
         query_name=f"vigia-bench-{name}",
     )
-    rows = kafka_rows(raw, args.topic)
+    rows = kafka_rows(raw, args.topic, args.partitions)
     work_on: Callable[[DataFrame, int], None] = noop_writer
     if pipeline:
         rows = observed_stream(rows)
@@ -277,7 +292,7 @@ def run_rate(
 def run_pyarrow(spark: SparkSession, args: argparse.Namespace, work: Path) -> Result:
     """The rows the pipelines store, already typed in Arrow, written by pyarrow alone."""
     numbers = spark.range(args.rows_per_batch).withColumnRenamed("id", "n")
-    valid, _ = transform.process(kafka_rows(numbers, args.topic))
+    valid, _ = transform.process(kafka_rows(numbers, args.topic, args.partitions))
     table = valid.toArrow()
     seconds = 0.0
     repeats = 3
@@ -324,7 +339,9 @@ def run_phases(spark: SparkSession, args: argparse.Namespace, work: Path) -> lis
     the difference with the step before. Each is run once to warm up, then measured once."""
     source = str(work / "phases" / "raw")
     numbers = spark.range(args.rows_per_batch).withColumnRenamed("id", "n")
-    kafka_rows(numbers, args.topic).repartition(PARTITIONS).write.parquet(source)
+    kafka_rows(numbers, args.topic, args.partitions).repartition(args.partitions).write.parquet(
+        source
+    )
     raw = spark.read.parquet(source)
     config = IngestConfig(
         bootstrap_servers="unused",
@@ -422,8 +439,14 @@ def main() -> None:
         "--rounds",
         type=int,
         default=4,
-        help="produce, then drain, this many times (the mock broker keeps ~200 k lz4 messages "
-        "per partition, so a round must stay well below ~800 k)",
+        help="produce, then drain, this many times",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=8,
+        help="partitions of the mock cluster's topic and of the rate source (8); the mock keeps "
+        f"≈{MOCK_MESSAGES_PER_PARTITION:,} messages per partition",
     )
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--work-dir", help="keep the outputs here instead of a temporary dir")
@@ -434,6 +457,14 @@ def main() -> None:
         help="the per-step profile of one batch, the streaming runs, or both (all)",
     )
     args = parser.parse_args()
+    per_round = args.rows_per_batch * args.batches_per_round
+    fits = per_round <= MOCK_MESSAGES_PER_PARTITION * args.partitions
+    if args.only != "phases" and not args.bootstrap_servers and not fits:
+        parser.error(
+            f"a round of {per_round:,} messages does not fit in the mock cluster's "
+            f"{args.partitions} partitions (≈{MOCK_MESSAGES_PER_PARTITION:,} each): "
+            "raise --partitions or lower --batches-per-round"
+        )
     setup_logging("INFO")
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
@@ -441,7 +472,6 @@ def main() -> None:
     spark = build_spark(
         replace(IngestConfig(bootstrap_servers="unused"), spark_master=args.spark_master)
     )
-    spark.conf.set("spark.sql.shuffle.partitions", str(PARTITIONS))
     phases: list[Phase] = []
     try:
         if args.only in ("all", "phases"):

@@ -185,7 +185,8 @@ class BatchWriter:
         # read Kafka and parse every message again.
         classified.persist()
         try:
-            valid, invalid = transform.split_classified(classified)
+            now = transform.ingested_at(dt.datetime.now(dt.UTC))
+            valid, invalid = transform.split_classified(classified, now)
             before = Observation(f"valid-{batch_id}")
             valid = valid.observe(before, F.count(F.lit(1)).alias("rows"))
             days = day_window(utc_today())

@@ -62,6 +62,20 @@ RAW_JSON_SCHEMA: Final = StructType(
         StructField(CORRUPT_RECORD_COLUMN, StringType(), True),
     ]
 )
+"""Every field as text: reads any JSON object (what a field holds is judged afterwards)."""
+TYPED_JSON_SCHEMA: Final = StructType(
+    [
+        StructField(
+            name,
+            {"period": IntegerType(), "value": DoubleType()}.get(name, StringType()),
+            True,
+        )
+        for name in FIELDS
+    ]
+    + [StructField(CORRUPT_RECORD_COLUMN, StringType(), True)]
+)
+"""The fields as the wire form writes them (period and value as JSON numbers): cheaper to read
+than text, and a message it cannot read is read again with RAW_JSON_SCHEMA."""
 
 MEASURE_SCHEMA: Final = StructType(
     [
@@ -97,7 +111,8 @@ VALID_SCHEMA: Final = StructType(
         StructField("ingested_at", TimestampType(), True),
     ]
 )
-"""What the job stores for a valid measure (Parquet, partitioned by measure_date)."""
+"""What the job stores for a valid measure (Parquet, partitioned by measure_date); ingested_at
+last, as in QUARANTINE_SCHEMA (it is stamped last)."""
 VALID_COLUMNS: Final = tuple(VALID_SCHEMA.fieldNames())
 
 QUARANTINE_SCHEMA: Final = StructType(

@@ -3,10 +3,12 @@
 Works the same on a static DataFrame and on each micro-batch of the stream; the input has the
 columns of Spark's Kafka source (`ingest.schema.KAFKA_SOURCE_COLUMNS`).
 
-    parse(raw)                 the JSON read vectorised (from_json, PERMISSIVE), every field as text
+    parse(raw)                 the JSON read vectorised (from_json, PERMISSIVE): typed, then as text
+                               where the typed read fails
     classify(parsed)           typed measure columns + `reason` (null when the row is valid)
     slim(classified)           the message as received kept on rejected rows only
-    split_classified(df)       (valid rows in VALID_COLUMNS, rejected rows in QUARANTINE_COLUMNS)
+    split_classified(df, at)   (valid rows in VALID_COLUMNS, rejected rows in QUARANTINE_COLUMNS),
+                               stamped ingested_at (`ingested_at(at)` in a stream's batches)
     split_valid_invalid(p)     classify + split_classified
     dedupe_latest(valid)       one row per measure key: the newest ts wins
     process(raw)               all of the above: (valid deduplicated, invalid)
@@ -31,6 +33,7 @@ DataFrame (before the sink) so the per-reason counts appear in each progress eve
 
 from __future__ import annotations
 
+import datetime as dt
 import operator
 from functools import reduce
 from typing import Final
@@ -48,6 +51,7 @@ from ingest.schema import (
     QUARANTINE_COLUMNS,
     RAW_JSON_SCHEMA,
     REASONS,
+    TYPED_JSON_SCHEMA,
     VALID_COLUMNS,
     Reason,
 )
@@ -63,42 +67,71 @@ _JSON_OPTIONS: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRU
 _KAFKA_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 # Columns only quarantined rows need (see `slim`).
 _RECEIVED: Final = frozenset({"raw_value", "raw_key", "kafka_topic", "kafka_timestamp"})
-# Text fields of the parsed JSON, prefixed so they never clash with the typed columns.
-_TEXT: Final = {name: f"_json_{name}" for name in FIELDS}
+# The parsed JSON's fields, prefixed so they never clash with the classified columns; period and
+# value are already typed (null when not a number), the others are text.
+_FIELD: Final = {name: f"_json_{name}" for name in FIELDS}
+_TYPED: Final = {"period": "int", "value": "double"}
 
 
 def parse(raw: DataFrame) -> DataFrame:
-    """Read each message's JSON; keep the message as received and where it came from."""
+    """Read each message's JSON; keep the message as received and where it came from.
+
+    Two reads, the second one rare: first with the fields typed as the wire form writes them
+    (TYPED_JSON_SCHEMA), then, for a message that read fails on (not a JSON object, or a field not
+    of its type: a number sent as a JSON string, a fractional period), with every field as text
+    (RAW_JSON_SCHEMA), which decides. Reading the numbers as text alone cost ≈0.5 CPU-s per
+    million messages more (docs/ingest-performance.md)."""
     raw_value = F.col("value").cast("string")
-    json_fields = [F.col(f"_json.{name}").alias(_TEXT[name]) for name in FIELDS]
-    return raw.select(
+    typed = raw.select(
         raw_value.alias("raw_value"),
         F.col("key").cast("string").alias("raw_key"),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
-        F.from_json(raw_value, RAW_JSON_SCHEMA, _JSON_OPTIONS).alias("_json"),
-    ).select(
+        F.from_json(raw_value, TYPED_JSON_SCHEMA, _JSON_OPTIONS).alias("_typed"),
+    )
+    # A value that is not a JSON object gives a null struct (empty input) or one with only the
+    # corrupt-record text set (anything else, including the literal `null`).
+    failed = F.col("_typed").isNull() | F.col(f"_typed.{CORRUPT_RECORD_COLUMN}").isNotNull()
+    both = typed.select(
+        "*",
+        failed.alias("_retried"),
+        F.when(failed, F.from_json(F.col("raw_value"), RAW_JSON_SCHEMA, _JSON_OPTIONS)).alias(
+            "_json"
+        ),
+    )
+    retried = F.col("_retried")
+
+    def field(name: str) -> Column:
+        text = F.col(f"_json.{name}")
+        if name in _TYPED:
+            text = text.try_cast(_TYPED[name])
+        return F.when(retried, text).otherwise(F.col(f"_typed.{name}")).alias(_FIELD[name])
+
+    def missing(struct: str) -> Column:
+        return reduce(operator.or_, (F.col(f"{struct}.{name}").isNull() for name in FIELDS))
+
+    return both.select(
         "raw_value",
         "raw_key",
         *_KAFKA_COLUMNS,
-        # A value that is not a JSON object gives a null struct (empty input) or one with only
-        # the corrupt-record text set (anything else, including the literal `null`).
-        (F.col("_json").isNull() | F.col(f"_json.{CORRUPT_RECORD_COLUMN}").isNotNull()).alias(
-            "_malformed"
-        ),
-        *json_fields,
+        (
+            retried
+            & (F.col("_json").isNull() | F.col(f"_json.{CORRUPT_RECORD_COLUMN}").isNotNull())
+        ).alias("_malformed"),
+        F.when(retried, missing("_json")).otherwise(missing("_typed")).alias("_missing"),
+        *(field(name) for name in FIELDS),
     )
 
 
-def _text(name: str) -> Column:
-    return F.col(_TEXT[name])
+def _field(name: str) -> Column:
+    return F.col(_FIELD[name])
 
 
 def classify(parsed: DataFrame) -> DataFrame:
     """Typed measure columns and `reason`: the first failing check, null for a valid row."""
-    date_text, ts_text = _text("measure_date"), _text("ts")
+    date_text, ts_text = _field("measure_date"), _field("ts")
     # Typed columns first, reasons from them: each text is parsed once (a single select that
     # repeats the casts in every check costs twice as much). Shape checks are plain string tests,
     # cheaper than regular expressions; the parsers do the rest.
@@ -108,13 +141,13 @@ def classify(parsed: DataFrame) -> DataFrame:
         | F.substring(ts_text, -5, 1).isin("+", "-")
     )
     typed = parsed.select(
-        _text("meter").alias("meter"),
+        _field("meter").alias("meter"),
         F.when(F.length(date_text) == 10, F.try_to_date(date_text, "yyyy-MM-dd")).alias(
             "measure_date"
         ),
-        _text("period").try_cast("int").alias("period"),
-        _text("magnitude").alias("magnitude"),
-        _text("value").try_cast("double").alias("value"),
+        _field("period").alias("period"),
+        _field("magnitude").alias("magnitude"),
+        _field("value").alias("value"),
         F.when(
             (F.substring(ts_text, 11, 1) == "T") & ts_has_offset, ts_text.try_cast("timestamp")
         ).alias("ts"),
@@ -122,7 +155,7 @@ def classify(parsed: DataFrame) -> DataFrame:
         "raw_key",
         *_KAFKA_COLUMNS,
         "_malformed",
-        reduce(operator.or_, (_text(name).isNull() for name in FIELDS)).alias("_missing"),
+        "_missing",
     )
     period, value = F.col("period"), F.col("value")
     failed: dict[Reason, Column] = {
@@ -146,7 +179,6 @@ def classify(parsed: DataFrame) -> DataFrame:
         "raw_value",
         "raw_key",
         *_KAFKA_COLUMNS,
-        F.current_timestamp().alias("ingested_at"),
         reason.alias("reason"),
     )
 
@@ -163,10 +195,26 @@ def slim(classified: DataFrame) -> DataFrame:
     )
 
 
-def split_classified(classified: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(valid rows as VALID_COLUMNS, rejected rows as QUARANTINE_COLUMNS)."""
-    valid = classified.where(F.col("reason").isNull()).select(*VALID_COLUMNS)
-    invalid = classified.where(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS)
+def ingested_at(at: dt.datetime) -> Column:
+    """``at`` as a column, for `split_classified` in each micro-batch.
+
+    Not a timestamp literal: generated code writes those into its text, so each batch's code was
+    new and was compiled again, and the JVM spent ≈2 CPU-s of every million-row batch compiling
+    it to machine code (docs/ingest-performance.md). An array literal is referred to, not copied,
+    and the index computed from a non-deterministic function keeps the optimizer from folding
+    the element back into a timestamp literal."""
+    once = F.array(F.lit(at))
+    return F.element_at(once, F.spark_partition_id() * 0 + 1)
+
+
+def split_classified(
+    classified: DataFrame, at: Column | None = None
+) -> tuple[DataFrame, DataFrame]:
+    """(valid rows as VALID_COLUMNS, rejected rows as QUARANTINE_COLUMNS); ``ingested_at`` is
+    ``at`` (`ingested_at`), or the query's current time."""
+    stamp = (at if at is not None else F.current_timestamp()).alias("ingested_at")
+    valid = classified.where(F.col("reason").isNull()).select(*VALID_COLUMNS[:-1], stamp)
+    invalid = classified.where(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS[:-1], stamp)
     return valid, invalid
 
 

@@ -11,9 +11,12 @@ restarting, leadership moving) do not stop it: the consumer finds the new leader
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -72,8 +75,7 @@ def read_range(
 ) -> Iterator[pa.RecordBatch]:
     """Every message of ``wanted`` that still exists, in offset order. ``kafka_timeout_s`` bounds
     the watermark query (default ``timeout_s``); ``observer`` hears of every retry."""
-    consumer = Consumer(dict(config))
-    try:
+    with _borrowed_consumer(config) as consumer:
         low, high = partition_watermarks(
             consumer,
             wanted.topic,
@@ -92,8 +94,88 @@ def read_range(
         if todo.size == 0:
             return
         yield from _consume(consumer, todo, timeout_s, observer)
-    finally:
+
+
+# Consumers between the tasks of one Python worker, by configuration: Spark reuses its workers,
+# and a new consumer for each task (its threads, a connection to each broker, metadata) made every
+# task wait on set-up (docs/ingest-performance.md). A consumer only ever reads what it is
+# assigned, and a task always assigns its own partition.
+_idle_consumers: dict[tuple[tuple[str, str], ...], Consumer] = {}
+
+
+@contextmanager
+def _borrowed_consumer(config: Mapping[str, Any]) -> Iterator[Consumer]:
+    """An idle consumer for ``config``, or a new one; kept for the next task after a read that
+    went to its end, closed after any other."""
+    key = tuple(sorted((name, str(value)) for name, value in config.items()))
+    consumer = _idle_consumers.pop(key, None) or Consumer(dict(config))
+    try:
+        yield consumer
+    except BaseException:  # a failed or abandoned read: start the next one afresh
         consumer.close()
+        raise
+    consumer.unassign()  # stops its fetches and drops what it fetched ahead
+    _idle_consumers[key] = consumer
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """A chunk is tens of thousands of Message objects, each tracked by Python's cyclic garbage
+    collector, which ran a collection every 700 of them and spent more CPU than the rest of the
+    read (docs/ingest-performance.md). They hold no reference cycles: reference counting frees
+    them all, so the collector is paused while a chunk is built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@dataclass
+class _Chunk:
+    """What one consume() call gave: a record batch (None without messages), where the range's
+    reading stands now, and the last retriable error it reported (None without one)."""
+
+    batch: pa.RecordBatch | None
+    position: int
+    error: KafkaError | None
+
+
+def _next_chunk(
+    consumer: Consumer, todo: OffsetRange, position: int, observer: RetryObserver | None
+) -> _Chunk:
+    events = consumer.consume(
+        num_messages=min(todo.end - position, CHUNK_ROWS), timeout=POLL_TIMEOUT_S
+    )
+    messages: list[Message] = []
+    last_error: KafkaError | None = None
+    for event in events:
+        error = event.error()
+        offset = event.offset() or 0
+        if error is None:
+            if offset >= todo.end:
+                position = todo.end
+                break
+            messages.append(event)
+            position = offset + 1
+        elif error.code() == KafkaError._PARTITION_EOF:
+            # The partition ends here for now; past `end`, what is left of the range is gaps.
+            if offset >= todo.end:
+                position = todo.end
+                break
+        elif is_retriable(error):
+            # The consumer goes on fetching from the new leader once it knows it.
+            if observer is not None:
+                observer("fetch", error_name(error))
+            last_error = error
+        else:
+            raise KafkaSourceError(
+                f"reading {todo.topic}-{todo.partition} at offset {position} failed ({error.str()})"
+            )
+    batch = to_record_batch(todo.topic, todo.partition, messages) if messages else None
+    return _Chunk(batch, position, last_error)
 
 
 def _consume(
@@ -106,47 +188,25 @@ def _consume(
     troubled_since: float | None = None
     last_error: KafkaError | None = None
     while position < todo.end:
-        wanted = min(todo.end - position, CHUNK_ROWS)
-        events = consumer.consume(num_messages=wanted, timeout=POLL_TIMEOUT_S)
-        messages: list[Message] = []
-        for event in events:
-            error = event.error()
-            offset = event.offset() or 0
-            if error is None:
-                if offset >= todo.end:
-                    position = todo.end
-                    break
-                messages.append(event)
-                position = offset + 1
-            elif error.code() == KafkaError._PARTITION_EOF:
-                # The partition ends here for now; past `end`, what is left of the range is gaps.
-                if offset >= todo.end:
-                    position = todo.end
-                    break
-            elif is_retriable(error):
-                # The consumer goes on fetching from the new leader once it knows it.
-                if observer is not None:
-                    observer("fetch", error_name(error))
-                troubled_since = troubled_since or time.monotonic()
-                last_error = error
-            else:
-                raise KafkaSourceError(
-                    f"reading {todo.topic}-{todo.partition} at offset {position} failed "
-                    f"({error.str()})"
-                )
-        if messages:
+        with _cyclic_gc_paused():
+            chunk = _next_chunk(consumer, todo, position, observer)
+        position = chunk.position
+        if chunk.error is not None:
+            troubled_since = troubled_since or time.monotonic()
+            last_error = chunk.error
+        if chunk.batch is not None:
             last_progress = time.monotonic()
             if troubled_since is not None and last_error is not None:
                 log.info(
                     "reading %s-%d resumed at offset %d after %.1f s of retriable errors (%s)",
                     todo.topic,
                     todo.partition,
-                    messages[0].offset(),
+                    chunk.batch.column("offset")[0].as_py(),
                     last_progress - troubled_since,
                     last_error.str(),
                 )
                 troubled_since, last_error = None, None
-            yield to_record_batch(todo.topic, todo.partition, messages)
+            yield chunk.batch
         elif position < todo.end and time.monotonic() - last_progress > timeout_s:
             why = f" (last error: {last_error.str()})" if last_error is not None else ""
             raise KafkaSourceError(

@@ -3,14 +3,17 @@ range reads over gaps, data loss, admission control, Trigger.AvailableNow and gr
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
+from ingest.kafka_source import reader
 from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, consumer_config
 from ingest.kafka_source.offsets import OffsetRange, from_json
 from ingest.kafka_source.options import SourceOptionError, SourceOptions
@@ -99,6 +102,46 @@ def test_read_range_stops_at_its_end_when_more_data_follows(mock_cluster: MockCl
     )
     assert table.column("offset").to_pylist() == list(range(10, 20))
     assert table.column("key").to_pylist()[0] == b"UY000010"
+
+
+def test_read_range_leaves_the_garbage_collector_as_it_found_it(mock_cluster: MockCluster) -> None:
+    # The collector is paused while a chunk is built; the Spark worker around it gets it back.
+    produce(mock_cluster.bootstrap_servers, 30, partition=2)
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            for batch in read_range(
+                reader_config(mock_cluster),
+                OffsetRange(TOPIC, 2, 0, 30),
+                fail_on_data_loss=True,
+                timeout_s=10,
+            ):
+                assert batch.num_rows and gc.isenabled() is enabled
+            assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+
+
+def test_reads_in_one_worker_share_a_consumer_and_stay_apart(mock_cluster: MockCluster) -> None:
+    produce(mock_cluster.bootstrap_servers, 50, partition=3)
+    produce(mock_cluster.bootstrap_servers, 50, partition=2)
+    config = reader_config(mock_cluster)
+
+    def read(partition: int, start: int, end: int) -> list[tuple[int, int]]:
+        table = rows(read_range(config, OffsetRange(TOPIC, partition, start, end), **options))
+        return list(zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True))
+
+    options: dict[str, Any] = {"fail_on_data_loss": True, "timeout_s": 10}
+    reader._idle_consumers.clear()
+    assert read(3, 0, 10) == [(3, n) for n in range(10)]
+    (kept,) = reader._idle_consumers.values()
+    # What the first read fetched ahead of partition 3 never shows up in a later read.
+    assert read(2, 5, 15) == [(2, n) for n in range(5, 15)]
+    assert read(3, 30, 35) == [(3, n) for n in range(30, 35)]
+    assert list(reader._idle_consumers.values()) == [kept]
+    with pytest.raises(KafkaSourceError, match="data loss"):
+        read(3, 60, 70)  # past the end: a failed read closes its consumer
+    assert not reader._idle_consumers
 
 
 def test_read_range_when_retention_deleted_the_start(mock_cluster: MockCluster) -> None:

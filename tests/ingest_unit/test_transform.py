@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ingest.schema import (
@@ -26,6 +27,7 @@ from ingest.transform import (
     OBSERVED_VALID,
     classify,
     dedupe_latest,
+    ingested_at,
     observe_exprs,
     parse,
     process,
@@ -100,6 +102,12 @@ CASES: list[tuple[str, str | None, Reason | None]] = [
     ("bad value and magnitude", record(value=-1, magnitude="X"), Reason.INVALID_VALUE),
     ("bad magnitude and date", record(magnitude="X", measure_date="x"), Reason.UNKNOWN_MAGNITUDE),
     ("bad date and ts", record(measure_date="x", ts="x"), Reason.INVALID_DATE),
+    # Where the typed read of the JSON gives way to the read as text: each must still decide alike.
+    ("meter sent as a number", record(meter=123), None),
+    ("integer value beyond 64 bits", record(value=10**30), None),
+    ("period beyond 32 bits", record(period=2**40), Reason.PERIOD_OUT_OF_RANGE),
+    ("NaN sent as text", record(value="NaN"), Reason.INVALID_VALUE),
+    ("value an object", record(value={"kWh": 1.5}), Reason.INVALID_VALUE),
 ]
 
 
@@ -131,7 +139,6 @@ def test_a_good_row_is_typed(classified: dict[int, dict[str, Any]]) -> None:
     assert row["ts_micros"] == int(GOOD_TS.timestamp()) * 1_000_000
     assert row["raw_key"] == "UY000001"
     assert (row["kafka_topic"], row["kafka_partition"], row["kafka_offset"]) == ("measure", 0, 0)
-    assert row["ingested_at"] is not None
     offset_row = classified[3]  # 06:15:00.5 at -03:00 is 09:15:00.5 UTC
     assert offset_row["ts_micros"] == int(GOOD_TS.timestamp()) * 1_000_000 + 500_000
 
@@ -223,6 +230,34 @@ def test_process_a_mixed_batch(spark: SparkSession) -> None:
         (6, "invalid_ts"),
     ]
     assert tuple(valid.columns) == VALID_COLUMNS
+
+
+def test_ingested_at_is_the_batch_time_and_leaves_the_generated_code_alone(
+    spark: SparkSession,
+) -> None:
+    # Cached, so that Spark compiles the query instead of evaluating it on the local rows.
+    classified = classify(parse(kafka_frame(spark, [record(), "nope"]).persist()))
+    first, second = (dt.datetime(2026, 11, 20, 9, m, tzinfo=dt.UTC) for m in (15, 30))
+
+    def stamped(at: Column) -> tuple[list[int], str]:
+        valid, invalid = split_classified(classified, at)
+        stamps = [df.select(F.unix_micros("ingested_at")).collect() for df in (valid, invalid)]
+        micros = [row[0] for rows in stamps for row in rows]
+        debug = spark.sparkContext._jvm.org.apache.spark.sql.execution.debug.package
+        code = debug.codegenString(valid._jdf.queryExecution().executedPlan())
+        generated = code.partition("Generated code:")[2]  # after the plan, which names values
+        return micros, re.sub(r"/\*.*?\*/|//[^\n]*", "", generated)
+
+    spark.conf.set("spark.sql.codegen.wholeStage", "true")  # off for the rest of this folder
+    try:
+        (micros, code), (_, later) = stamped(ingested_at(first)), stamped(ingested_at(second))
+        # A plain literal is what made each batch's code new:
+        literal, later_literal = stamped(F.lit(first))[1], stamped(F.lit(second))[1]
+    finally:
+        spark.conf.set("spark.sql.codegen.wholeStage", "false")
+    assert micros == [int(first.timestamp() * 1_000_000)] * 2
+    assert "processNext" in code and code == later
+    assert literal != later_literal
 
 
 def test_slim_keeps_the_message_on_rejected_rows_only(spark: SparkSession) -> None:
