@@ -40,6 +40,7 @@ from typing import Final
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from ingest.schema import (
     CORRUPT_RECORD_COLUMN,
@@ -70,7 +71,11 @@ _RECEIVED: Final = frozenset({"raw_value", "raw_key", "kafka_topic", "kafka_time
 # The parsed JSON's fields, prefixed so they never clash with the classified columns; period and
 # value are already typed (null when not a number), the others are text.
 _FIELD: Final = {name: f"_json_{name}" for name in FIELDS}
-_TYPED: Final = {"period": "int", "value": "double"}
+_TYPED: Final = {
+    f.name: f.dataType
+    for f in TYPED_JSON_SCHEMA.fields
+    if f.name in FIELDS and not isinstance(f.dataType, StringType)
+}
 
 
 def parse(raw: DataFrame) -> DataFrame:
