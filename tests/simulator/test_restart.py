@@ -112,7 +112,11 @@ def test_backfill_delivers_everything_across_a_broker_restart(
 def test_messages_outlasting_their_timeout_are_failed_not_counted(
     cluster: ControlledCluster, tmp_path: Path
 ) -> None:
-    victim = leaders(cluster.bootstrap_servers, TOPIC)[0]
+    # The mock places leaders at random: with one broker leading all four partitions, nothing
+    # could be delivered at all. Broker 1 leads partitions 0 and 3, brokers 2 and 3 the others.
+    for partition in range(PARTITIONS):
+        cluster.set_leader(TOPIC, partition, partition % cluster.brokers + 1)
+    victim = 1
     cluster.broker_down(victim)  # and no new leader: its partitions cannot take anything
     try:
         code = simulate(cluster, tmp_path / "m.json", "--kafka-option", "message.timeout.ms=3000")
