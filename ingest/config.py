@@ -24,6 +24,7 @@ _UNIT_SECONDS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _TRUE: Final = ("1", "true", "yes", "on")
 _FALSE: Final = ("0", "false", "no", "off")
+_JVM_SIZE: Final = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 
 
 class ConfigError(ValueError):
@@ -39,7 +40,8 @@ class IngestConfig:
     quarantine: str = "data/quarantine"
     checkpoint: str = "data/checkpoint/ingest"
     trigger_interval: float = 30.0
-    max_offsets_per_trigger: int | None = None
+    # A backlog drains in batches of this size; None reads everything available in one batch.
+    max_offsets_per_trigger: int | None = 1_000_000
     available_now: bool = False
     # A first run without a checkpoint reads everything Kafka still holds: no measure is skipped.
     starting_offsets: str = "earliest"
@@ -50,6 +52,7 @@ class IngestConfig:
     metrics_port: int = 9310
     kafka_timeout: float = 30.0
     spark_master: str | None = None
+    driver_memory: str = "2g"
     query_name: str = "vigia-ingest"
     log_level: str = "INFO"
     # Meters the HES reports for: with it, each closed day's completeness ratio is served.
@@ -82,7 +85,7 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
     ),
     "max_offsets_per_trigger": (
         "VIGIA_INGEST_MAX_OFFSETS_PER_TRIGGER",
-        "most Kafka offsets one micro-batch reads (unbounded when unset)",
+        "most Kafka offsets one micro-batch reads: a backlog drains in batches of this size",
     ),
     "starting_offsets": (
         "VIGIA_INGEST_STARTING_OFFSETS",
@@ -99,6 +102,11 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
     "spark_master": (
         "VIGIA_INGEST_SPARK_MASTER",
         "Spark master URL (default: spark-submit's, else local[*])",
+    ),
+    "driver_memory": (
+        "VIGIA_INGEST_DRIVER_MEMORY",
+        "JVM heap of a local Spark master, where the tasks run (spark-submit's --driver-memory "
+        "wins)",
     ),
     "log_level": ("VIGIA_LOG_LEVEL", "logging level"),
     "expected_meters": (
@@ -216,7 +224,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
     if kafka_timeout <= 0:
         raise ConfigError(f"Kafka timeout must be positive, got {kafka_timeout:g} s")
 
-    max_offsets: int | None = None
+    max_offsets = defaults.max_offsets_per_trigger
     if "max_offsets_per_trigger" in raw:
         text = raw["max_offsets_per_trigger"]
         if not text.isdigit() or int(text) <= 0:
@@ -240,6 +248,10 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
             parse_dsn(raw["hes_dsn"])
         except DsnError as exc:
             raise ConfigError(f"--hes-dsn: {exc}") from None
+
+    driver_memory = raw.get("driver_memory", defaults.driver_memory)
+    if not _JVM_SIZE.fullmatch(driver_memory):
+        raise ConfigError(f"driver memory {driver_memory!r} is not a JVM size such as 2g or 1536m")
 
     port_text = raw.get("metrics_port", str(defaults.metrics_port))
     if not port_text.isdigit() or not 0 <= int(port_text) < 65536:
@@ -284,6 +296,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         metrics_port=int(port_text),
         kafka_timeout=kafka_timeout,
         spark_master=raw.get("spark_master"),
+        driver_memory=driver_memory,
         log_level=level,
         expected_meters=expected_meters,
         hes_dsn=raw.get("hes_dsn"),

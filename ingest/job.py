@@ -83,8 +83,9 @@ class JobError(RuntimeError):
     """A failure the CLI reports as one sentence."""
 
 
-def session_settings(spark_master: str | None) -> dict[str, str]:
-    """Spark settings of the job; a master given by spark-submit wins over local[*]."""
+def session_settings(spark_master: str | None, driver_memory: str | None = None) -> dict[str, str]:
+    """Spark settings of the job; a master given by spark-submit wins over local[*], and so do
+    its driver memory and Java options. ``driver_memory``: the heap of a local master's JVM."""
     from pyspark import SparkConf
 
     submitted = SparkConf()
@@ -100,15 +101,24 @@ def session_settings(spark_master: str | None) -> dict[str, str]:
         # Stage progress bars would interleave with the job's log lines.
         "spark.ui.showConsoleProgress": "false",
     }
-    if master.startswith("local") and not submitted.contains("spark.sql.shuffle.partitions"):
+    if not master.startswith("local"):
+        return settings
+    if not submitted.contains("spark.sql.shuffle.partitions"):
         # The in-batch dedupe shuffles; Spark's 200 partitions would mean 200 files per batch.
         settings["spark.sql.shuffle.partitions"] = str(os.cpu_count() or 2)
+    # The tasks run in the driver's JVM, which allocates gigabytes of short-lived rows per batch:
+    # the throughput collector spends a quarter less CPU on the same batch than G1, Java's
+    # default, with its write barriers and concurrent marking (docs/ingest-performance.md).
+    if not submitted.contains("spark.driver.extraJavaOptions"):
+        settings["spark.driver.extraJavaOptions"] = "-XX:+UseParallelGC"
+    if driver_memory and not submitted.contains("spark.driver.memory"):
+        settings["spark.driver.memory"] = driver_memory
     return settings
 
 
 def build_spark(config: IngestConfig) -> SparkSession:
     builder = SparkSession.builder.appName(config.query_name)
-    for key, value in session_settings(config.spark_master).items():
+    for key, value in session_settings(config.spark_master, config.driver_memory).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     quiet_spark_logs(spark, config.log_level)

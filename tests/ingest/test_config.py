@@ -14,7 +14,8 @@ def test_defaults() -> None:
     assert config == IngestConfig(bootstrap_servers="b1:9092")
     assert config.topic == "measure"
     assert config.trigger_interval == 30.0
-    assert config.max_offsets_per_trigger is None
+    assert config.max_offsets_per_trigger == 1_000_000
+    assert config.driver_memory == "2g"
     assert config.available_now is False
     assert config.starting_offsets == "earliest"
     assert config.fail_on_data_loss is True
@@ -32,6 +33,7 @@ def test_environment_then_flags() -> None:
         "VIGIA_INGEST_AVAILABLE_NOW": "true",
         "VIGIA_INGEST_FAIL_ON_DATA_LOSS": "false",
         "VIGIA_INGEST_METRICS_PORT": "19310",
+        "VIGIA_INGEST_DRIVER_MEMORY": "3G",
         "VIGIA_KAFKA_OPTIONS": "security.protocol=SASL_SSL,sasl.username=env",
     }
     config = load_config([], environ)
@@ -42,6 +44,7 @@ def test_environment_then_flags() -> None:
     assert config.available_now is True
     assert config.fail_on_data_loss is False
     assert config.metrics_port == 19310
+    assert config.driver_memory == "3G"
     assert config.kafka_options == {"security.protocol": "SASL_SSL", "sasl.username": "env"}
 
     flagged = load_config(
@@ -82,6 +85,8 @@ def test_environment_then_flags() -> None:
         ([*SERVERS, "--trigger-interval", "0"], "must be positive"),
         ([*SERVERS, "--max-offsets-per-trigger", "-5"], "not a positive integer"),
         ([*SERVERS, "--metrics-port", "70000"], "not a TCP port"),
+        ([*SERVERS, "--driver-memory", "2 GB"], "not a JVM size"),
+        ([*SERVERS, "--driver-memory", "0g"], "not a JVM size"),
         ([*SERVERS, "--source", "kafka"], "not one of python-kafka, spark-kafka"),
         ([*SERVERS, "--starting-offsets", "yesterday"], "startingOffsets must be"),
         ([*SERVERS, "--kafka-option", "novalue"], "is not KEY=VALUE"),
