@@ -7,9 +7,10 @@
 3. ``vigia-ingest run --available-now --max-offsets-per-trigger M`` into a temporary directory,
    watched from outside: wall time from start to exit (the last batch committed), when the query
    started (the job's log), when each batch was planned and committed (the checkpoint's offset
-   and commit logs, written by Spark at those moments), and the peak RSS of the
-   driver process, the JVM, the Spark Python workers and the whole process tree (sampled every
-   0.2 s). Then the stored rows are counted: every measure must be there once.
+   and commit logs, written by Spark at those moments), the peak RSS of the driver process, the
+   JVM, the Spark Python workers and the whole process tree (sampled every 0.2 s), and the
+   tree's peak proportional set size (every 2 s). Then the stored rows are counted: every
+   measure must be there once.
 
     python benchmarks/catch_up.py                    # 20,000 meters, 1,000,000 rows per batch
     python benchmarks/catch_up.py --meters 1000      # a quick run (384,000 measures)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import logging
 import math
 import os
@@ -48,18 +50,24 @@ STORED = re.compile(r"batch (\d+): (\d+) measures stored")
 
 @dataclass
 class Peaks:
-    """Highest RSS seen, in bytes, per kind of process and for the whole tree."""
+    """Highest RSS seen, in bytes, per kind of process and for the whole tree; and the tree's
+    highest proportional set size, which counts the pages forked Python workers share once:
+    closer to what a container's memory limit sees than summed RSS."""
 
     driver: int = 0
     jvm: int = 0
     workers: int = 0
     tree: int = 0
+    tree_pss: int = 0
 
-    def sample(self, root: psutil.Process) -> None:
-        driver = jvm = workers = 0
+    def sample(self, root: psutil.Process, *, with_pss: bool) -> None:
+        """``with_pss``: also read the proportional set sizes, which walks every mapping of every
+        process (the JVM's are thousands): too costly for each sample."""
+        driver = jvm = workers = pss = 0
         for process in [root, *root.children(recursive=True)]:
             try:
                 rss = process.memory_info().rss
+                pss += process.memory_full_info().pss if with_pss else 0
                 name = process.name()
             except psutil.Error:  # exited between the listing and the reading
                 continue
@@ -73,6 +81,7 @@ class Peaks:
         self.jvm = max(self.jvm, jvm)
         self.workers = max(self.workers, workers)
         self.tree = max(self.tree, driver + jvm + workers)
+        self.tree_pss = max(self.tree_pss, pss)
 
 
 @dataclass
@@ -145,8 +154,10 @@ def run_ingest(servers: str, work: Path, rows_per_batch: int, batches: int) -> R
     done = threading.Event()
 
     def sample() -> None:
-        while not done.is_set():
-            run.peaks.sample(root)
+        for tick in itertools.count():
+            if done.is_set():
+                return
+            run.peaks.sample(root, with_pss=tick % 10 == 0)
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -214,7 +225,8 @@ def report(run: Run, measures: int, stored_rows: int, produce_s: float) -> str:
     peaks = run.peaks
     lines.append(
         f"peak RSS: driver {peaks.driver / mib:,.0f} MiB, JVM {peaks.jvm / mib:,.0f} MiB, "
-        f"Python workers {peaks.workers / mib:,.0f} MiB, whole tree {peaks.tree / mib:,.0f} MiB"
+        f"Python workers {peaks.workers / mib:,.0f} MiB, whole tree {peaks.tree / mib:,.0f} MiB; "
+        f"whole tree, shared pages once (PSS): {peaks.tree_pss / mib:,.0f} MiB"
     )
     lines.append(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return "\n".join(lines)
