@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,7 +11,8 @@ import pytest
 
 KAFKA_FIXTURES = Path(__file__).parent / "fixtures" / "kafka-4.0-3node"
 SCENARIOS = ("healthy", "healthy-later", "broker-down", "broker-back-imbalanced", "rebalanced")
-REAL_CLUSTER_ENV = "VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS"
+# The real-system suites' fixtures: real_kafka_bootstrap, broker_control, connect_target, …
+pytest_plugins = ["tests.realstack.plugin"]
 
 
 def free_port() -> int:
@@ -46,12 +46,3 @@ def mock_cluster() -> Iterator[MockCluster]:
     cluster = start_mock_cluster()
     yield cluster
     del cluster
-
-
-@pytest.fixture
-def real_kafka_bootstrap() -> str:
-    """Bootstrap servers of a real cluster, or a skip that says why."""
-    servers = os.environ.get(REAL_CLUSTER_ENV, "").strip()
-    if not servers:
-        pytest.skip(f"{REAL_CLUSTER_ENV} is not set: no real Kafka cluster to test against")
-    return servers

@@ -1,0 +1,150 @@
+"""A distributed Kafka Connect worker with Debezium's MySQL connector, from the runtime named by
+VIGIA_TEST_CONNECT_HOME (`libs/` the worker's classpath, `plugins/` its plugin path, as
+../shared/connect-debezium-runtime lays it out), against the harness's cluster and MariaDB HES.
+
+The worker's settings are docker/connect/worker-distributed.properties with the run's addresses;
+the connector is docker/connect/connector-hes-measure.json with the run's addresses and, because
+the HES here is MariaDB, docker/connect/connector-hes-measure.mariadb.json on top: what compose
+and the tests register differs in nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from launcher.mariadb import HesDatabase
+from tests.conftest import free_port
+from tests.realstack.kafka_cluster import find_jmx_agent
+from tests.realstack.process import LoggedProcess, StartError
+
+REPO = Path(__file__).resolve().parents[2]
+CONNECT_DIR = REPO / "docker" / "connect"
+CONNECTOR = "hes-measure"
+JMX_RULES = REPO / "prometheus" / "jmx-connect.yml"
+# log4j2 in these jars reads no YAML (the runtime's README): the same levels as a properties file.
+LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c:%L)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.reflections.name = org.reflections
+logger.reflections.level = ERROR
+"""
+
+
+def worker_properties(bootstrap: str, rest_port: int, plugins: Path) -> str:
+    """docker/connect/worker-distributed.properties with this run's addresses."""
+    ours = {
+        "bootstrap.servers": bootstrap,
+        "listeners": f"http://127.0.0.1:{rest_port}",
+        "rest.advertised.host.name": "127.0.0.1",
+        "rest.advertised.port": str(rest_port),
+        "plugin.path": str(plugins),
+    }
+    lines = []
+    for line in (CONNECT_DIR / "worker-distributed.properties").read_text().splitlines():
+        key = line.split("=", 1)[0]
+        lines.append(f"{key}={ours[key]}" if key in ours else line)
+    return "\n".join(lines) + "\n"
+
+
+def connector_config(bootstrap: str, hes: HesDatabase) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((CONNECT_DIR / "connector-hes-measure.json").read_text())
+    config.update(json.loads((CONNECT_DIR / "connector-hes-measure.mariadb.json").read_text()))
+    config.update(
+        {
+            "database.hostname": hes.host,
+            "database.port": str(hes.port),
+            "schema.history.internal.kafka.bootstrap.servers": bootstrap,
+        }
+    )
+    return config
+
+
+class ConnectWorker:
+    def __init__(self, connect_home: Path, kafka_home: Path, workdir: Path) -> None:
+        self.home = connect_home
+        self.workdir = workdir
+        self.rest_port = free_port()
+        self.jmx_port = free_port()
+        self.jmx_agent = find_jmx_agent(kafka_home)
+        self.process: LoggedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.rest_port}"
+
+    @property
+    def jmx_url(self) -> str:
+        return f"http://127.0.0.1:{self.jmx_port}/metrics" if self.jmx_agent else ""
+
+    def start(self, bootstrap: str, hes: HesDatabase, timeout: float = 180.0) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        properties = self.workdir / "worker.properties"
+        properties.write_text(worker_properties(bootstrap, self.rest_port, self.home / "plugins"))
+        log4j2 = self.workdir / "log4j2.properties"
+        log4j2.write_text(LOG4J2)
+        java = ["java", "-Xmx1g", f"-Dlog4j2.configurationFile={log4j2}"]
+        if self.jmx_agent is not None:
+            java.append(f"-javaagent:{self.jmx_agent}=127.0.0.1:{self.jmx_port}:{JMX_RULES}")
+        argv = [
+            *java,
+            *("-cp", f"{self.home / 'libs'}/*"),
+            "org.apache.kafka.connect.cli.ConnectDistributed",
+            str(properties),
+        ]
+        env = {**os.environ, "HES_CONNECT_PASSWORD": hes.passwords["connect"]}
+        self.process = LoggedProcess("connect", argv, self.workdir / "connect.out", env)
+        self.process.launch()
+        self._wait(
+            lambda: httpx.get(f"{self.url}/connectors", timeout=5).status_code == 200,
+            timeout,
+            "the worker's REST API",
+        )
+        answer = httpx.put(
+            f"{self.url}/connectors/{CONNECTOR}/config",
+            json=connector_config(bootstrap, hes),
+            timeout=60,
+        )
+        if answer.status_code not in (200, 201):
+            raise StartError(f"PUT {CONNECTOR} refused ({answer.status_code}): {answer.text}")
+        self._wait(self.connector_running, timeout, f"{CONNECTOR} RUNNING")
+
+    def connector_running(self) -> bool:
+        status = httpx.get(f"{self.url}/connectors/{CONNECTOR}/status", timeout=5)
+        if status.status_code != 200:
+            return False
+        body = status.json()
+        tasks = body.get("tasks", [])
+        return (
+            body["connector"]["state"] == "RUNNING"
+            and bool(tasks)
+            and all(t["state"] == "RUNNING" for t in tasks)
+        )
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.stop(60)
+
+    def _wait(self, check: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if not self.process.running:
+                raise StartError(f"Kafka Connect exited: {self.process.tail()}")
+            try:
+                if check():
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        assert self.process is not None
+        raise StartError(f"no {what} after {timeout:g} s: {self.process.tail()}")
