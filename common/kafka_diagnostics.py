@@ -39,6 +39,8 @@ from common.kafka_errors import ACCESS_KINDS, TLS, TRANSPORT, Problem, classify
 from common.librdkafka_log import librdkafka_logger
 
 _SLICE_SECONDS = 0.5
+_TOPIC_RETRY_SECONDS = 0.5
+_log = logging.getLogger(__name__)
 _TLS_CHECK_SECONDS = 3.0
 # A transport error right after an authentication or TLS failure ("1/1 brokers are down") is its
 # consequence: the access problem stays the cause this long after it was last seen.
@@ -218,3 +220,36 @@ def wait_for_metadata(
             problem = diagnostics.problem
             cause = problem.summary if problem is not None else text
             raise KafkaUnavailable(cause, problem, timed_out=True, error=last_exception)
+
+
+def wait_for_topic(
+    client: _Client,
+    diagnostics: KafkaDiagnostics,
+    timeout: float,
+    topic: str,
+    ask_by_name: bool = False,
+) -> Any | None:
+    """The metadata of `topic` once the cluster has it, or None if it did not within `timeout`.
+
+    A topic created a moment ago is not yet in every broker's metadata: whichever broker answers
+    may not know it, so it is asked again (twice a second) until `timeout`, and one INFO line says
+    that it waits. `ask_by_name` asks for the topic alone, which creates it where the cluster
+    auto-creates topics. Raises `KafkaUnavailable` as `wait_for_metadata` does."""
+    give_up = time.monotonic() + timeout
+    said = False
+    while True:
+        remaining = max(0.05, give_up - time.monotonic())
+        metadata = wait_for_metadata(client, diagnostics, remaining, topic if ask_by_name else None)
+        found = metadata.topics.get(topic)
+        if found is not None and found.error is None and found.partitions:
+            return found
+        if time.monotonic() + _TOPIC_RETRY_SECONDS > give_up:
+            return None
+        if not said:
+            _log.info(
+                "topic %r not in the cluster's metadata yet: waiting up to %.0f s for it",
+                topic,
+                give_up - time.monotonic(),
+            )
+            said = True
+        time.sleep(_TOPIC_RETRY_SECONDS)

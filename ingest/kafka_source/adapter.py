@@ -24,7 +24,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_topic
 from common.librdkafka_log import librdkafka_logger
 from ingest.kafka_source.offsets import Offsets
 from ingest.kafka_source.offsets import TopicPartition as TP
@@ -36,7 +36,6 @@ from ingest.kafka_source.retry import (
     GaveUp,
     RetryObserver,
     RetryPolicy,
-    is_retriable,
     retrying,
 )
 
@@ -234,21 +233,17 @@ class KafkaAdmin:
                 # All topics: asking for one by name may create it (auto.create.topics.enable).
                 # Asked in slices with librdkafka's callbacks served in between, so that an
                 # authentication or TLS failure ends the wait at once.
-                metadata = wait_for_metadata(self._admin(), self._diagnostics, timeout)
+                found = wait_for_topic(self._admin(), self._diagnostics, timeout, topic)
             except KafkaUnavailable as exc:
                 if not exc.timed_out:  # authentication or TLS: no retry can fix it
                     raise KafkaSourceError(
                         exc.sentence(self.bootstrap_servers, timeout, "the Kafka cluster")
                     ) from exc
                 raise CallFailed([Failure("", kafka_error(exc.error or exc))]) from exc
-            found = metadata.topics.get(topic)
-            if found is not None and found.error is not None and is_retriable(found.error):
-                raise CallFailed([Failure(f"topic {topic}", found.error)])
-            if found is None or found.error is not None or not found.partitions:
-                why = f" ({found.error.str()})" if found is not None and found.error else ""
+            if found is None:
                 raise KafkaSourceError(
                     f"topic {topic!r} does not exist on the Kafka cluster at "
-                    f"{self.bootstrap_servers}{why}"
+                    f"{self.bootstrap_servers} (waited {timeout:g} s for it)"
                 )
             return sorted(found.partitions)
 

@@ -21,7 +21,7 @@ from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_topic
 from ingest.simulator.delivery import DeliveryCallback
 
 log = logging.getLogger(__name__)
@@ -74,18 +74,19 @@ class KafkaSink:
         """Fail fast, within the connect timeout, when the cluster or the topic is not there.
         Returns the topic's partition count."""
         try:
-            metadata = wait_for_metadata(
-                self._producer, self.diagnostics, self._connect_timeout, self.topic
+            # By name: where the cluster creates topics on first use, this creates it.
+            topic = wait_for_topic(
+                self._producer, self.diagnostics, self._connect_timeout, self.topic, True
             )
         except KafkaUnavailable as exc:
             raise ProducerError(
                 exc.sentence(self.bootstrap_servers, self._connect_timeout)
             ) from exc
-        topic = metadata.topics.get(self.topic)
-        if topic is None or (
-            topic.error is not None and topic.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-        ):
-            raise ProducerError(f"topic {self.topic!r} does not exist on {self.bootstrap_servers}")
+        if topic is None:
+            raise ProducerError(
+                f"topic {self.topic!r} does not exist on {self.bootstrap_servers} "
+                f"(waited {self._connect_timeout:g} s for it)"
+            )
         return len(topic.partitions)
 
     def _on_error(self, error: KafkaError) -> None:

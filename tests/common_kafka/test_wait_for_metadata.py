@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from common.kafka_diagnostics import (
+    KafkaDiagnostics,
+    KafkaUnavailable,
+    wait_for_metadata,
+    wait_for_topic,
+)
 
 SASL = {"sasl.mechanism": "PLAIN", "sasl.username": "vigia", "sasl.password": "secret"}
 
@@ -63,3 +70,40 @@ def test_an_unreachable_cluster_times_out_with_the_last_error() -> None:
     assert raised.value.sentence("b:9092", 1.0) == (
         "cannot reach Kafka at b:9092 within 1 s (Failed to get metadata)"
     )
+
+
+class Spreading:
+    """Metadata in which topic `measure` shows up from the `known_from`-th answer on, as when the
+    broker that answers has not heard of a topic created a moment ago."""
+
+    def __init__(self, known_from: int) -> None:
+        self.known_from, self.asked = known_from, 0
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        self.asked += 1
+        known = self.asked >= self.known_from
+        topics = {"measure": SimpleNamespace(error=None, partitions={0: 0, 1: 1})} if known else {}
+        return SimpleNamespace(topics=topics)
+
+    def poll(self, timeout: float = -1) -> int:
+        return 0
+
+
+def test_a_topic_created_a_moment_ago_is_waited_for_and_the_wait_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    diagnostics = KafkaDiagnostics({}, "test.wait.librdkafka")
+    client = Spreading(known_from=3)
+    with caplog.at_level(logging.INFO, logger="common.kafka_diagnostics"):
+        found = wait_for_topic(client, diagnostics, timeout=10, topic="measure")
+    assert found is not None and sorted(found.partitions) == [0, 1]
+    assert client.asked == 3
+    waits = [r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()]
+    assert len(waits) == 1 and waits[0].startswith("topic 'measure' not in the cluster's metadata")
+
+
+def test_a_topic_that_never_appears_is_none_after_the_timeout() -> None:
+    diagnostics = KafkaDiagnostics({}, "test.wait.librdkafka")
+    began = time.monotonic()
+    assert wait_for_topic(Spreading(10**9), diagnostics, timeout=1.2, topic="measure") is None
+    assert 0.6 < time.monotonic() - began < 1.5

@@ -71,6 +71,7 @@ def test_missing_topic_is_one_sentence_without_a_stack_trace(
     assert len(errors) == 1
     assert errors[0].endswith(
         f"topic 'nope' does not exist on the Kafka cluster at {mock_cluster.bootstrap_servers}"
+        " (waited 10 s for it)"
     )
     assert "Traceback" not in result.stderr
 
