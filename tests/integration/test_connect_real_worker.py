@@ -1,15 +1,14 @@
-"""The Connect watch against a real Kafka Connect cluster (VIGIA_TEST_CONNECT_URL), checked
-against the worker's own REST answers taken just before and just after the exporter's poll (a
-shared cluster's connectors may change state in between). Only reads.
+"""The Connect watch against a real Kafka Connect cluster (tests/realstack: the harness's worker or
+a user's), checked against the worker's own REST answers taken just before and just after the
+exporter's poll (a shared cluster's connectors may change state in between). Only reads.
 
-With VIGIA_TEST_CONNECT_JMX_URL (the worker's JMX agent, rules as in
-tests/fixtures/connect-debezium), Debezium's `Connected` series is checked against the REST state:
+Where the worker's JMX agent is known (rules as in tests/fixtures/connect-debezium), Debezium's
+`Connected` series is checked against the REST state:
 present for a Debezium connector whose tasks all run, absent while one of its tasks is FAILED.
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 import httpx
@@ -20,22 +19,15 @@ from exporter.connect.collector import render_connect
 from exporter.connect.model import parse_expanded
 from exporter.connect.watcher import ConnectWatcher
 from tests.exporter.exposition import samples, value
+from tests.realstack.targets import ConnectTarget
 
 pytestmark = pytest.mark.integration
 
-URL = os.environ.get("VIGIA_TEST_CONNECT_URL", "")
-JMX_URL = os.environ.get("VIGIA_TEST_CONNECT_JMX_URL", "")
-if not URL:
-    pytest.skip(
-        "VIGIA_TEST_CONNECT_URL is not set (a Kafka Connect REST URL, e.g. http://connect:8083)",
-        allow_module_level=True,
-    )
 
-
-def _listing() -> dict[str, tuple[str, dict[int, str], int]]:
+def _listing(url: str) -> dict[str, tuple[str, dict[int, str], int]]:
     """{connector: (state, {task: state}, configured tasks)} straight from the worker."""
     answer = httpx.get(
-        f"{URL.rstrip('/')}/connectors",
+        f"{url.rstrip('/')}/connectors",
         params=[("expand", "status"), ("expand", "info")],
         timeout=10,
     ).json()
@@ -44,10 +36,11 @@ def _listing() -> dict[str, tuple[str, dict[int, str], int]]:
     return {c.name: (c.state, {t.id: t.state for t in c.tasks}, c.task_count) for c in parsed}
 
 
-def test_state_sets_agree_with_the_workers_rest_answers() -> None:
-    before = _listing()
-    report = ConnectWatcher(ConnectClient("it", URL, timeout=10), interval=60).poll_once()
-    after = _listing()
+def test_state_sets_agree_with_the_workers_rest_answers(connect_target: ConnectTarget) -> None:
+    url = connect_target.url
+    before = _listing(url)
+    report = ConnectWatcher(ConnectClient("it", url, timeout=10), interval=60).poll_once()
+    after = _listing(url)
     assert report.view.up, report.view.error
     found = samples(render_connect([report]))
     assert value(found, "kafka_connect_worker_up", connect="it") == 1
@@ -72,11 +65,15 @@ def test_state_sets_agree_with_the_workers_rest_answers() -> None:
             assert value(found, "kafka_connect_task_state", **labels, state=task.state) == 1
 
 
-@pytest.mark.skipif(not JMX_URL, reason="VIGIA_TEST_CONNECT_JMX_URL is not set")
-def test_debezium_connected_is_present_exactly_for_running_tasks() -> None:
-    report = ConnectWatcher(ConnectClient("it", URL, timeout=10), interval=60).poll_once()
-    scrape = httpx.get(JMX_URL, timeout=10).text
-    after = _listing()
+def test_debezium_connected_is_present_exactly_for_running_tasks(
+    connect_target: ConnectTarget,
+) -> None:
+    if not connect_target.jmx_url:
+        pytest.skip("VIGIA_TEST_CONNECT_JMX_URL is not set: the worker's JMX agent is unknown")
+    url = connect_target.url
+    report = ConnectWatcher(ConnectClient("it", url, timeout=10), interval=60).poll_once()
+    scrape = httpx.get(connect_target.jmx_url, timeout=10).text
+    after = _listing(url)
     servers = set(re.findall(r'^debezium_\w+_connected\{[^}]*server="([^"]+)"', scrape, re.M))
     checked = 0
     for c in report.view.connectors:

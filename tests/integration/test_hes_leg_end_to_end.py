@@ -1,18 +1,17 @@
-"""The HES leg end to end on real parts: rows upserted into the HES (VIGIA_TEST_HES_WRITER_DSN, a
-user that may INSERT into hes.measure; the exporter reads with VIGIA_TEST_HES_DSN) → Debezium on a
-Kafka Connect worker (VIGIA_TEST_CONNECT_URL, connector `hes-measure` as in
-docker/connect/connector-hes-measure.json) → topic `measure` on a real cluster
-(VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS) → the ingest job (--available-now, its own checkpoint and
-group) → Parquet, while the exporter watches every hop.
+"""The HES leg end to end on real parts (tests/realstack: the harness's, or a user's own): rows
+upserted into the HES with its writer user (the exporter reads with the read-only one) → Debezium on
+a Kafka Connect worker (connector `hes-measure` as in docker/connect/connector-hes-measure.json) →
+topic `measure` on a real cluster → the ingest job (--available-now, its own checkpoint and group)
+→ Parquet, while the exporter watches every hop.
 
 Everything is shared and busy: this run's meters carry a random prefix (`it<run>-`), counts are
 compared as deltas against values read before the insert. The run's consumer group is deleted at
 the end; its 80 rows stay in the HES (and flow on like any other), because the HES's day counts
 must never go down for other readers (tests/integration/test_hes_real_source.py relies on it).
 
-With VIGIA_TEST_HES_STOP / VIGIA_TEST_HES_START (shell commands that stop and start the HES
-database) and VIGIA_TEST_CONNECT_JMX_URL (the worker's JMX agent), the outage test stops the
-database and expects Debezium's `Connected` and `vigia_hes_up` to drop within one collection.
+Where the HES can be stopped and started and the worker's JMX agent is known, the outage test
+stops the database and expects Debezium's `Connected` and `vigia_hes_up` to drop within one
+collection.
 """
 
 from __future__ import annotations
@@ -20,13 +19,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import os
 import re
-import subprocess
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -50,16 +47,11 @@ from ingest.schema import MAGNITUDES, MEASURE_KEY_COLUMNS
 from tests.exporter.exposition import value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.ingest.conftest import spark  # noqa: F401
+from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-CONNECT, HES, WRITER, KAFKA = (
-    "VIGIA_TEST_CONNECT_URL",
-    "VIGIA_TEST_HES_DSN",  # the exporter's read-only user, as in test_hes_real_source.py
-    "VIGIA_TEST_HES_WRITER_DSN",  # a user that may INSERT into hes.measure
-    "VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS",
-)
-STOP, START, JMX = "VIGIA_TEST_HES_STOP", "VIGIA_TEST_HES_START", "VIGIA_TEST_CONNECT_JMX_URL"
+CONNECT, HES, WRITER, KAFKA, JMX = "connect", "hes", "writer", "kafka", "jmx"
 TOPIC = "measure"  # where the connector's RegexRouter sends cdc.hes.measure
 CONNECTOR = "hes-measure"
 DEADLINE = 120.0
@@ -70,17 +62,19 @@ ONE_COLLECTION = HES_INTERVAL + COLLECTION_TIMEOUT + 3
 METERS, PERIODS = 20, 4
 
 
-def _require(names: tuple[str, ...], why: str) -> dict[str, str]:
-    found = {name: os.environ.get(name, "").strip() for name in names}
-    missing = [name for name, text in found.items() if not text]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not set: {why}")
-    return found
-
-
 @pytest.fixture
-def env() -> dict[str, str]:
-    return _require((CONNECT, HES, WRITER, KAFKA), "no real HES leg to test against")
+def env(
+    kafka_target: KafkaTarget, connect_target: ConnectTarget, hes_target: HesTarget
+) -> dict[str, str]:
+    if not hes_target.writer_dsn:
+        pytest.skip("VIGIA_TEST_HES_WRITER_DSN is not set: nothing may insert into the HES")
+    return {
+        KAFKA: kafka_target.bootstrap,
+        CONNECT: connect_target.url,
+        JMX: connect_target.jmx_url,
+        HES: hes_target.dsn,  # the exporter's read-only user, as in test_hes_real_source.py
+        WRITER: hes_target.writer_dsn,
+    }
 
 
 @pytest.fixture
@@ -265,40 +259,41 @@ def _connected(jmx_url: str, server: str) -> float | None:
     return None if found is None else float(found.group(1))
 
 
-def _shell(command: str) -> None:
-    subprocess.run(command, shell=True, check=True, timeout=DEADLINE)
-
-
 @pytest.fixture
-def outage(env: dict[str, str]) -> dict[str, str]:
-    return _require((STOP, START, JMX), "cannot stop the HES nor see Debezium's Connected")
+def outage(env: dict[str, str], hes_target: HesTarget) -> tuple[Callable[[], None], ...]:
+    if hes_target.stop is None or hes_target.start is None or not env[JMX]:
+        pytest.skip(
+            "VIGIA_TEST_HES_STOP/_START or VIGIA_TEST_CONNECT_JMX_URL not set: cannot stop the "
+            "HES nor see Debezium's Connected"
+        )
+    return hes_target.stop, hes_target.start
 
 
 def test_a_stopped_hes_shows_within_one_collection(
-    env: dict[str, str], outage: dict[str, str], exporter: Running
+    env: dict[str, str], outage: tuple[Callable[[], None], ...], exporter: Running
 ) -> None:
-    more = outage
+    stop_hes, start_hes = outage
     config = httpx.get(f"{env[CONNECT].rstrip('/')}/connectors/{CONNECTOR}/config", timeout=10)
     server = config.raise_for_status().json()["topic.prefix"]
     wait_for(lambda: _sample(exporter, "vigia_hes_up") == 1, DEADLINE, "vigia_hes_up 1")
-    wait_for(lambda: _connected(more[JMX], server) == 1, DEADLINE, "Debezium Connected 1")
+    wait_for(lambda: _connected(env[JMX], server) == 1, DEADLINE, "Debezium Connected 1")
 
-    _shell(more[STOP])
+    stop_hes()
     stopped = time.monotonic()
     try:
         wait_for(
-            lambda: _connected(more[JMX], server) in (0, None),
+            lambda: _connected(env[JMX], server) in (0, None),
             ONE_COLLECTION,
             "Debezium Connected 0 or absent",
         )
         left = max(0.5, stopped + ONE_COLLECTION - time.monotonic())
         wait_for(lambda: _sample(exporter, "vigia_hes_up") == 0, left, "vigia_hes_up 0")
     finally:
-        _shell(more[START])
+        start_hes()
 
     wait_for(lambda: _sample(exporter, "vigia_hes_up") == 1, DEADLINE, "vigia_hes_up 1 again")
     # The binlog client reconnects at its next keepalive (60 s in the recordings).
-    wait_for(lambda: _connected(more[JMX], server) == 1, DEADLINE, "Debezium Connected 1 again")
+    wait_for(lambda: _connected(env[JMX], server) == 1, DEADLINE, "Debezium Connected 1 again")
     labels = {"connect": "it", "connector": CONNECTOR, "task": "0", "state": "RUNNING"}
     wait_for(
         lambda: _sample(exporter, "kafka_connect_task_state", **labels) == 1,

@@ -1,11 +1,10 @@
-"""The exporter's source watch against a real HES database (VIGIA_TEST_HES_DSN, a read-only user),
+"""The exporter's source watch against a real HES database (tests/realstack; a read-only user),
 checked against the database's own answers taken just before and just after. The HES may be busy
 (a live head-end writing): rows are only added or upserted, so its newest ts and day counts never go
 down, and the watch's values must lie between the two. Nothing is written."""
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -14,17 +13,14 @@ import pytest
 from common.hes import connect, epoch_seconds, parse_dsn
 from exporter.hes_adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
 from exporter.pipeline_hops import watched_days
+from tests.realstack.targets import HesTarget
 
 pytestmark = pytest.mark.integration
-HES_ENV = "VIGIA_TEST_HES_DSN"
 
 
 @pytest.fixture
-def hes_dsn() -> str:
-    dsn = os.environ.get(HES_ENV, "").strip()
-    if not dsn:
-        pytest.skip(f"{HES_ENV} is not set: no real HES database to test against")
-    return dsn
+def hes_dsn(hes_target: HesTarget) -> str:
+    return hes_target.dsn
 
 
 def _direct(connection: Any, days: tuple[Any, Any]) -> tuple[float | None, dict[Any, int]]:

@@ -1,9 +1,8 @@
 """The ingest job riding through broker restarts on a real cluster (issue 14).
 
-Needs VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS and two shell commands that stop and start one broker,
-VIGIA_TEST_KAFKA_BROKER_STOP and VIGIA_TEST_KAFKA_BROKER_START: the broker id replaces ``{id}``
-in the command, or is appended to it (``docker stop kafka-{id}``, ``ssh kafka{id} systemctl stop
-kafka``, ``./broker.sh stop``). Two scenarios, each on its own topic and group (deleted after):
+Needs a real cluster whose brokers the tests can stop and start (tests/realstack's
+`broker_control`: the harness's cluster, or a user's with VIGIA_TEST_KAFKA_BROKER_STOP / _START).
+Two scenarios, each on its own topic and group (deleted after):
 
 - one broker (the one leading most of the topic's partitions) stopped cleanly during the second
   batch of an available-now run in 30,000-row batches, started again 60 s later;
@@ -18,13 +17,10 @@ assumptions, nothing else on it touched except the stopped brokers.
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,44 +39,29 @@ from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.ingest.conftest import backfill, spark, utc_day  # noqa: F401
 from tests.integration.test_ingest_real_cluster import topic  # noqa: F401
+from tests.realstack.targets import BrokerControl
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-STOP_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP"
-START_ENV = "VIGIA_TEST_KAFKA_BROKER_START"
-COMMAND_TIMEOUT_S = 180.0
 IN_SYNC_TIMEOUT_S = 600.0
 FIRST_BATCH_TIMEOUT_S = 600.0
 
 
-def broker_command(template: str, broker: int) -> str:
-    if "{id}" in template:
-        return template.replace("{id}", str(broker))
-    return f"{template} {shlex.quote(str(broker))}"
-
-
 @dataclass
 class Brokers:
-    """Stops and starts brokers with the configured commands; remembers what it did, and when."""
+    """Stops and starts brokers (tests/realstack's broker_control); remembers what it did, and
+    when."""
 
     bootstrap_servers: str
-    stop_command: str
-    start_command: str
+    control: BrokerControl
     events: list[tuple[float, str, int]] = field(default_factory=list)
-    stopped: set[int] = field(default_factory=set)
-
-    def _run(self, template: str, broker: int) -> None:
-        command = broker_command(template, broker)
-        subprocess.run(command, shell=True, check=True, timeout=COMMAND_TIMEOUT_S)
 
     def stop(self, broker: int) -> None:
-        self._run(self.stop_command, broker)
-        self.stopped.add(broker)
+        self.control.stop(broker)
         self.events.append((time.monotonic(), "stop", broker))
 
     def start(self, broker: int) -> None:
-        self._run(self.start_command, broker)
-        self.stopped.discard(broker)
+        self.control.start(broker)
         self.events.append((time.monotonic(), "start", broker))
 
     def admin(self) -> AdminClient:
@@ -116,17 +97,8 @@ class Brokers:
 
 
 @pytest.fixture
-def brokers(real_kafka_bootstrap: str) -> Iterator[Brokers]:
-    commands = {name: os.environ.get(name, "").strip() for name in (STOP_ENV, START_ENV)}
-    missing = [name for name, command in commands.items() if not command]
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} not set: no way to stop and start a broker")
-    found = Brokers(real_kafka_bootstrap, commands[STOP_ENV], commands[START_ENV])
-    try:
-        yield found
-    finally:
-        for broker in sorted(found.stopped):  # never leave the shared cluster short of a broker
-            found.start(broker)
+def brokers(real_kafka_bootstrap: str, broker_control: BrokerControl) -> Brokers:
+    return Brokers(real_kafka_bootstrap, broker_control)
 
 
 def job_config(servers: str, name: str, base: Path, batch_rows: int) -> IngestConfig:

@@ -1,12 +1,9 @@
 """Every component on a secured listener, with the right and a wrong password; the probe through a
-rolling restart. Gated on a real cluster:
-
-- VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS: the secured listener (SASL_SSL, SASL_PLAINTEXT or SSL);
-- VIGIA_TEST_KAFKA_OPTIONS: its client settings, as VIGIA_KAFKA_OPTIONS takes them
-  (``security.protocol=SASL_SSL,sasl.mechanism=SCRAM-SHA-512,sasl.username=…,sasl.password=…,
-  ssl.ca.location=…``); the principal needs the README's ACLs for all three components;
-- VIGIA_TEST_KAFKA_BROKER_STOP / VIGIA_TEST_KAFKA_BROKER_START (the restart test only): shell
-  commands that stop / start one broker, given its id (``{broker}`` in the command, or appended).
+rolling restart. On a real cluster's secured listener (tests/realstack's `secured_target`: the
+harness's SASL_SSL listener with SCRAM-SHA-512 and its own CA, or a user's, named by
+VIGIA_TEST_KAFKA_SECURED_BOOTSTRAP_SERVERS and VIGIA_TEST_KAFKA_OPTIONS, the client settings as
+VIGIA_KAFKA_OPTIONS takes them); the principal needs the README's ACLs for all three components.
+The restart test also stops and starts brokers (`broker_control`).
 
 Written for a busy shared cluster: every topic and group is named vigia-it-<random> and deleted at
 the end, conditions are awaited with deadlines, counts are compared with values taken before.
@@ -20,36 +17,37 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from common.kafka_config import ENV_VAR, parse_pairs
+from common.kafka_config import ENV_VAR
 from tests.exporter.exposition import value
 from tests.exporter.live import Running, exporter_process, wait_for
+from tests.realstack.targets import BrokerControl, SecuredTarget
 
 pytestmark = pytest.mark.integration
 
-OPTIONS_ENV = "VIGIA_TEST_KAFKA_OPTIONS"
-STOP_ENV, START_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP", "VIGIA_TEST_KAFKA_BROKER_START"
 FEW_SECONDS = 15.0  # "within a few seconds", with room for a loaded machine
 
 
 @pytest.fixture
-def options(real_kafka_bootstrap: str) -> dict[str, str]:
-    text = os.environ.get(OPTIONS_ENV, "").strip()
-    if not text:
-        pytest.skip(f"{OPTIONS_ENV} is not set: no secured listener to test against")
-    return parse_pairs(text.replace(",", "\n").splitlines())
+def bootstrap(secured_target: SecuredTarget) -> str:
+    return secured_target.bootstrap
+
+
+@pytest.fixture
+def options(secured_target: SecuredTarget) -> dict[str, str]:
+    return dict(secured_target.options)
 
 
 @pytest.fixture
 def wrong(options: dict[str, str]) -> dict[str, str]:
     if "sasl.password" not in options:
-        pytest.skip(f"{OPTIONS_ENV} has no sasl.password to get wrong")
+        pytest.skip("the secured listener's options have no sasl.password to get wrong")
     return {**options, "sasl.password": f"wrong-{uuid.uuid4().hex}"}
 
 
@@ -58,9 +56,9 @@ def env_with(options: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture
-def topic(real_kafka_bootstrap: str, options: dict[str, str]) -> Iterator[str]:
+def topic(bootstrap: str, options: dict[str, str]) -> Iterator[str]:
     name = f"vigia-it-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **options})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **options})
     brokers = len(admin.list_topics(timeout=15).brokers)
     admin.create_topics([NewTopic(name, 3, min(3, brokers))])[name].result(timeout=60)
     try:
@@ -109,17 +107,17 @@ def assert_clean(text: str, options: dict[str, str]) -> None:
 
 
 def test_every_component_works_on_the_secured_listener(
-    real_kafka_bootstrap: str,
+    bootstrap: str,
     options: dict[str, str],
     topic: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     env = env_with(options)
-    code, out, _ = run(simulator(real_kafka_bootstrap, topic, tmp_path), env, 300)
+    code, out, _ = run(simulator(bootstrap, topic, tmp_path), env, 300)
     assert code == 0, out
     assert_clean(out, options)
-    code, out, _ = run(ingest(real_kafka_bootstrap, topic, tmp_path), env, 900)
+    code, out, _ = run(ingest(bootstrap, topic, tmp_path), env, 900)
     assert code == 0, out
     assert_clean(out, options)
 
@@ -128,7 +126,7 @@ def test_every_component_works_on_the_secured_listener(
     try:
         with exporter_process(
             tmp_path / "exporter.log",
-            *("--bootstrap-servers", real_kafka_bootstrap, "--probe-topic", probe_topic),
+            *("--bootstrap-servers", bootstrap, "--probe-topic", probe_topic),
             *("--collection-interval", "5", "--probe-interval", "1"),
         ) as exporter:
             wait_for(
@@ -138,12 +136,12 @@ def test_every_component_works_on_the_secured_listener(
             text = exporter.get("/metrics").text + exporter.get("/api/v1/cluster").text
             assert_clean(text + exporter.log_text(), options)
     finally:
-        admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **options})
+        admin = AdminClient({"bootstrap.servers": bootstrap, **options})
         admin.delete_topics([probe_topic], operation_timeout=30)[probe_topic].exception(60)
 
 
 def test_a_wrong_password_is_named_by_every_component(
-    real_kafka_bootstrap: str,
+    bootstrap: str,
     options: dict[str, str],
     wrong: dict[str, str],
     topic: str,
@@ -152,8 +150,8 @@ def test_a_wrong_password_is_named_by_every_component(
 ) -> None:
     env, expected = env_with(wrong), said(wrong)
     for args in (
-        simulator(real_kafka_bootstrap, topic, tmp_path),
-        ingest(real_kafka_bootstrap, topic, tmp_path),
+        simulator(bootstrap, topic, tmp_path),
+        ingest(bootstrap, topic, tmp_path),
     ):
         code, out, seconds = run(args, env, 120)
         assert code == 1, out
@@ -164,7 +162,7 @@ def test_a_wrong_password_is_named_by_every_component(
     monkeypatch.setenv(ENV_VAR, env[ENV_VAR])
     with exporter_process(
         tmp_path / "exporter.log",
-        *("--bootstrap-servers", real_kafka_bootstrap, "--probe-topic", f"{topic}-probe"),
+        *("--bootstrap-servers", bootstrap, "--probe-topic", f"{topic}-probe"),
         *("--collection-interval", "5"),
     ) as exporter:
         began = time.monotonic()
@@ -204,20 +202,6 @@ def _probe(exporter: Running) -> dict[str, Any]:
 # --- rolling restart ---------------------------------------------------------------------------
 
 
-def _broker_command(env: str) -> Callable[[int], None]:
-    template = os.environ.get(env, "").strip()
-    if not template:
-        pytest.skip(f"{env} is not set: no way to stop and start brokers")
-
-    def call(broker: int) -> None:
-        command = (
-            template.format(broker=broker) if "{broker}" in template else f"{template} {broker}"
-        )
-        subprocess.run(command, shell=True, check=True, timeout=300)
-
-    return call
-
-
 def _not_ok(probe: dict[str, Any], broker: int) -> int:
     for entry in probe["brokers"]:
         if entry["broker"] == broker:
@@ -230,19 +214,20 @@ def _covered(probe: dict[str, Any]) -> dict[int, bool]:
 
 
 def test_the_probe_covers_every_broker_again_after_a_rolling_restart(
-    real_kafka_bootstrap: str,
+    bootstrap: str,
     options: dict[str, str],
+    broker_control: BrokerControl,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stop, start = _broker_command(STOP_ENV), _broker_command(START_ENV)
+    stop, start = broker_control.stop, broker_control.start
     probe_topic = f"vigia-it-probe-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv(ENV_VAR, env_with(options)[ENV_VAR])
-    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **options})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **options})
     try:
         with exporter_process(
             tmp_path / "exporter.log",
-            *("--bootstrap-servers", real_kafka_bootstrap, "--probe-topic", probe_topic),
+            *("--bootstrap-servers", bootstrap, "--probe-topic", probe_topic),
             *("--collection-interval", "5", "--probe-interval", "1", "--probe-deadline", "5"),
         ) as exporter:
             wait_for(
