@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,20 +77,29 @@ def scratch_topic(admin: AdminClient, real_kafka_bootstrap: str) -> Iterator[str
                 "enable.auto.commit": False,
             }
         )
-        consumer.subscribe([name])
-        read = 0
-        while read < CONSUMED:
-            msg = consumer.poll(5.0)
-            assert msg is not None, "no message within 5 s"
-            if msg.error() is None:
-                read += 1
-        consumer.commit(asynchronous=False)
-        consumer.close()
+        try:
+            _read(consumer, name, lambda seen: len(seen) >= CONSUMED)
+            consumer.commit(asynchronous=False)
+        finally:
+            consumer.close()
         yield name  # also the group's name
     finally:
         admin.delete_topics([name], request_timeout=30)[name].result(timeout=30)
         for future in admin.delete_consumer_groups([name], request_timeout=30).values():
             future.result(timeout=30)
+
+
+def _read(consumer: Consumer, topic: str, enough: Callable[[set[tuple[int, int]]], bool]) -> None:
+    """Subscribes and polls until the (partition, offset) pairs read are `enough`: a new group's
+    first poll on a busy cluster waits for the group to form, seconds at times."""
+    consumer.subscribe([topic])
+    seen: set[tuple[int, int]] = set()
+    give_up = time.monotonic() + DEADLINE
+    while not enough(seen):
+        assert time.monotonic() < give_up, f"read {len(seen)} messages in {DEADLINE:g} s"
+        msg = consumer.poll(1.0)
+        if msg is not None and msg.error() is None:
+            seen.add((msg.partition(), msg.offset()))
 
 
 @pytest.fixture
@@ -450,15 +459,11 @@ def test_a_group_that_stops_committing_while_producers_continue_turns_err_stop(
                 "enable.auto.commit": False,
             }
         )
-        consumer.subscribe([name])
-        seen: set[int] = set()
-        while len(seen) < PARTITIONS:
-            msg = consumer.poll(5.0)
-            assert msg is not None, "no message within 5 s"
-            if msg.error() is None:
-                seen.add(msg.partition())
-        consumer.commit(asynchronous=False)
-        consumer.close()  # stops committing; the producer goes on
+        try:
+            _read(consumer, name, lambda seen: {p for p, _ in seen} == set(range(PARTITIONS)))
+            consumer.commit(asynchronous=False)
+        finally:
+            consumer.close()  # stops committing; the producer goes on
 
         args = (
             "--bootstrap-servers",
