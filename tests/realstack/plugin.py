@@ -67,8 +67,18 @@ class RealStack:
         self.tenants: LoggedProcess | None = None
         self.hes: Any = None
         self.connect: Any = None
+        self.failed: BaseException | None = None
 
     def cluster(self) -> KafkaCluster:
+        if self.failed is not None:  # one failed start, not one per test
+            raise self.failed
+        try:
+            return self._cluster()
+        except BaseException as exc:
+            self.failed = exc
+            raise
+
+    def _cluster(self) -> KafkaCluster:
         if self.kafka is None:
             home = Path(_env(KAFKA_HOME_ENV))
             self.kafka = KafkaCluster(home, self.workdir / "kafka")

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 TOPICS = tuple(f"tenant-{i}" for i in range(8))
@@ -20,6 +20,11 @@ PARTITIONS = 40  # 320 partitions, 960 replicas
 GROUPS = tuple(f"tenant-group-{i}" for i in range(12))
 SEED_MESSAGES = 2_000  # per topic, before the groups commit half
 RATE = 200  # messages per second from the live producer
+_COORDINATOR_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
 
 
 def seed(bootstrap: str) -> None:
@@ -45,8 +50,25 @@ def seed(bootstrap: str) -> None:
             )
             for p in range(PARTITIONS)
         ]
-        consumer.commit(offsets=ends, asynchronous=False)
+        _commit(consumer, ends)
         consumer.close()
+
+
+def _commit(consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    """On a new cluster the first commits meet __consumer_offsets being created and its
+    coordinators loading (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS): retriable, so retried."""
+    give_up = time.monotonic() + 120
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (error.retriable() or error.code() in _COORDINATOR_MOVING):
+                raise
+            if time.monotonic() > give_up:
+                raise
+            time.sleep(0.5)
 
 
 def _produce(producer: Producer, topic: str, i: int) -> None:
