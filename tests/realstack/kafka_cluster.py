@@ -119,6 +119,26 @@ class KafkaCluster:
         process.launch()
         process.wait_for_line(STARTED, timeout)
 
+    def create_pipeline_topics(self) -> None:
+        """`measure` and its quarantine topic, by compose's own script (docker/kafka/), since
+        the cluster, like compose's, creates no topic on first use."""
+        env = {
+            **os.environ,
+            "BOOTSTRAP_SERVERS": self.bootstrap,
+            "KAFKA_TOPICS_SH": str(self.home / "bin" / "kafka-topics.sh"),
+        }
+        env.pop("KAFKA_OPTS", None)
+        done = subprocess.run(
+            ["bash", str(REPO / "docker" / "kafka" / "create-topics.sh")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise StartError(f"create-topics.sh failed: {(done.stderr or done.stdout)[-800:]}")
+
     def close(self) -> None:
         """Every node at once: stopped one by one, the last would wait for a quorum forever."""
         running = [p for p in self.nodes.values() if p.running]
@@ -186,6 +206,7 @@ class KafkaCluster:
             "transaction.state.log.min.isr": 2,
             "group.initial.rebalance.delay.ms": 0,
             "num.partitions": 3,
+            "auto.create.topics.enable": "false",  # as compose: a typo creates no topic
             "log.retention.check.interval.ms": 5000,
         }
         text = "".join(f"{k}={v}\n" for k, v in settings.items())

@@ -23,6 +23,9 @@ from typing import Any
 
 import pytest
 
+from launcher.mariadb import HesDatabase
+from tests.conftest import free_port
+from tests.realstack.connect_worker import ConnectWorker
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.process import LoggedProcess
 from tests.realstack.targets import (
@@ -65,8 +68,8 @@ class RealStack:
         self.workdir = workdir
         self.kafka: KafkaCluster | None = None
         self.tenants: LoggedProcess | None = None
-        self.hes: Any = None
-        self.connect: Any = None
+        self.hes: HesDatabase | None = None
+        self.connect: ConnectWorker | None = None
         self.failed: BaseException | None = None
 
     def cluster(self) -> KafkaCluster:
@@ -88,14 +91,11 @@ class RealStack:
             self._start_tenants(self.kafka.bootstrap)
         return self.kafka
 
-    def hes_and_connect(self) -> tuple[Any, Any]:
-        if self.connect is None:
-            from launcher.mariadb import HesDatabase
-            from tests.conftest import free_port
-            from tests.realstack.connect_worker import ConnectWorker
-
-            cluster = self.cluster()
+    def hes_and_connect(self) -> tuple[HesDatabase, ConnectWorker]:
+        cluster = self.cluster()
+        if self.hes is None or self.connect is None:
             began = time.monotonic()
+            cluster.create_pipeline_topics()
             self.hes = HesDatabase(self.workdir / "hes", free_port())
             self.hes.start()
             self.connect = ConnectWorker(
@@ -203,6 +203,16 @@ def broker_control(kafka_target: KafkaTarget) -> Iterator[BrokerControl]:
 
 
 @pytest.fixture(scope="session")
+def real_stack_cluster(request: pytest.FixtureRequest) -> KafkaCluster:
+    """The harness's own cluster, for tests that need what only it has: its users (`admin`, a
+    super user, and `vigia`, with no ACL of its own) and its authorizer."""
+    if _env(BOOTSTRAP_ENV) or not _env(KAFKA_HOME_ENV):
+        pytest.skip(f"needs the harness's own cluster: set {KAFKA_HOME_ENV}, not {BOOTSTRAP_ENV}")
+    cluster: KafkaCluster = request.getfixturevalue("real_stack").cluster()
+    return cluster
+
+
+@pytest.fixture(scope="session")
 def secured_target(request: pytest.FixtureRequest) -> SecuredTarget:
     if _env(BOOTSTRAP_ENV):
         text = _env(OPTIONS_ENV)
@@ -221,7 +231,7 @@ def secured_target(request: pytest.FixtureRequest) -> SecuredTarget:
 # -- Kafka Connect and the HES --------------------------------------------------------------------
 
 
-def _harness_connect(request: pytest.FixtureRequest) -> tuple[Any, Any]:
+def _harness_connect(request: pytest.FixtureRequest) -> tuple[HesDatabase, ConnectWorker]:
     if not (_env(CONNECT_HOME_ENV) and _env(KAFKA_HOME_ENV)) or _env(BOOTSTRAP_ENV):
         pytest.skip(NO_CONNECT)
     stack: RealStack = request.getfixturevalue("real_stack")
