@@ -23,3 +23,9 @@ GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO 'hes_monitor'@'%';
 CREATE USER IF NOT EXISTS 'dbz'@'%' IDENTIFIED BY '${HES_CONNECT_PASSWORD}';
 GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO 'dbz'@'%';
 SQL
+# MariaDB (10.5+) reads replica status only with SLAVE MONITOR, which MySQL has no name for (there
+# REPLICATION CLIENT covers it): without it mysqld_exporter's replica scraper fails (Error 1227).
+# Told apart by a variable only MariaDB has: its version string may be set to read as MySQL 5.7.
+if [ -n "$(mysql_as_root -N -e "SHOW GLOBAL VARIABLES LIKE 'aria_block_size'")" ]; then
+  mysql_as_root -e "GRANT SLAVE MONITOR ON *.* TO 'hes_monitor'@'%'"
+fi

@@ -244,5 +244,17 @@ def test_the_init_script_creates_the_schema_and_least_privilege_users(tmp_path: 
                     cursor.execute("DELETE FROM measure")
         finally:
             connection.close()
+        # What mysqld_exporter's replica scraper asks, as the monitoring user (issue 23).
+        monitor = pymysql.connect(
+            host="127.0.0.1",
+            port=database.port,
+            user="hes_monitor",
+            password=str(SERVICES["hes-db"]["environment"]["HES_MONITOR_PASSWORD"]),
+        )
+        try:
+            with monitor.cursor() as cursor:
+                cursor.execute("SHOW SLAVE STATUS")
+        finally:
+            monitor.close()
     finally:
         database.close()
