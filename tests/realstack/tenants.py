@@ -19,7 +19,7 @@ TOPICS = tuple(f"tenant-{i}" for i in range(8))
 PARTITIONS = 40  # 320 partitions, 960 replicas
 GROUPS = tuple(f"tenant-group-{i}" for i in range(12))
 SEED_MESSAGES = 2_000  # per topic, before the groups commit half
-RATE = 200  # messages per second from the live producer
+RATE = 50  # messages per second from the live producer
 _COORDINATOR_MOVING = {
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
