@@ -61,6 +61,7 @@ from ingest.metrics import (
 )
 from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
 from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
+from ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +118,9 @@ def session_settings(spark_master: str | None, driver_memory: str | None = None)
 
 
 def build_spark(config: IngestConfig) -> SparkSession:
-    builder = SparkSession.builder.appName(config.query_name)
-    for key, value in session_settings(config.spark_master, config.driver_memory).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = start_session(
+        config.query_name, session_settings(config.spark_master, config.driver_memory)
+    )
     quiet_spark_logs(spark, config.log_level)
     return spark
 
