@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from common.logs import setup_logging
-from launcher import demo, plan
+from launcher import demo, packages, plan
 from launcher.prometheus_config import localize
 from launcher.supervisor import run
 
@@ -319,10 +319,9 @@ def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
         missing = demo.missing_packages(settings)
         if missing:
             log.warning(
-                "not installed: %s; `sudo apt-get install -y %s` adds it; the demo goes on "
-                "without %s",
+                "not installed: %s; `%s` adds it; the demo goes on without %s",
                 ", ".join(missing),
-                " ".join(missing),
+                packages.install_line(missing),
                 ", ".join(c for c in chosen if c not in demo.runnable(chosen, missing)),
             )
         chosen = demo.runnable(chosen, missing)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from launcher import cli, demo, plan
+from launcher import cli, demo, packages, plan
 from launcher.prometheus_config import (
     BROKER_HOST,
     KNOWN_COMPOSE_HOSTS,
@@ -142,9 +142,9 @@ def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path:
         "dashboard",
         "prometheus",
     ]
-    assert demo.java_major('openjdk version "17.0.21.1" 2026-11-17') == 17
-    assert demo.java_major('java version "1.8.0_392"') == 8
-    assert demo.java_major("nothing") is None
+    assert packages.java_major('openjdk version "17.0.21.1" 2026-11-17') == 17
+    assert packages.java_major('java version "1.8.0_392"') == 8
+    assert packages.java_major("nothing") is None
 
 
 def test_invalid_plans_say_why(tmp_path: Path) -> None:
