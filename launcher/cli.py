@@ -65,8 +65,9 @@ environment:
   (e.g. VIGIA_KAFKA_OPTIONS for SASL/SSL, VIGIA_PROBE_TOPIC, VIGIA_SIMULATE_RATE).
 
 exit status:
-  2 for invalid configuration (one line says why); 130 after Ctrl-C, 143 after SIGTERM;
-  otherwise the exit code of the first process that stopped.
+  0 after Ctrl-C or SIGTERM once every component stopped cleanly (130 / 143 if one did not);
+  2 for invalid configuration (one line says why); otherwise the exit code of the first process
+  that stopped.
 
 demo (`make demo`):
   --demo runs everything on this machine without Kafka: librdkafka's mock cluster (3 brokers, in
@@ -365,6 +366,9 @@ def _jmx_targets(values: Sequence[str]) -> dict[str, str]:
 def _check_ports_free(processes: Sequence[plan.Process], address: str) -> None:
     for process in processes:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As the servers themselves bind: a previous run's connections in TIME-WAIT do not
+            # keep the port from them, so they must not fail this check either.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind((address, process.port))
             except OSError as e:

@@ -6,6 +6,8 @@ import dataclasses
 import importlib.util
 import json
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from launcher import cli, demo, packages, plan
+from launcher import cli, demo, packages, plan, supervisor
 from launcher.prometheus_config import (
     BROKER_HOST,
     KNOWN_COMPOSE_HOSTS,
@@ -340,3 +342,26 @@ def test_a_missing_binary_is_skipped_unless_asked_for(tmp_path: Path) -> None:
     assert code == 0
     names = [line.split(":")[0] for line in (tmp_path / "Procfile").read_text().splitlines()]
     assert names == ["exporter", "ingest", "dashboard"]
+
+
+def test_a_port_in_time_wait_is_free_to_the_next_run() -> None:
+    """A previous run's closed connections (TIME-WAIT) do not keep its ports from the next."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        accepted.close()  # the server side closes first: its end waits in TIME-WAIT
+        client.close()
+    process = plan.Process(name="exporter", argv=(), port=port, health_path="/healthz")
+    cli._check_ports_free([process], "127.0.0.1")
+    with socket.create_server(("127.0.0.1", port)), pytest.raises(plan.PlanError, match="in use"):
+        cli._check_ports_free([process], "127.0.0.1")
+
+
+def test_ctrl_c_that_stopped_every_component_cleanly_exits_0() -> None:
+    sigint, sigterm = 128 + signal.SIGINT, 128 + signal.SIGTERM
+    assert supervisor.exit_status(sigint, [0, -signal.SIGTERM, 0]) == 0
+    assert supervisor.exit_status(sigterm, [0, 0]) == 0
+    assert supervisor.exit_status(sigint, [0, 1]) == sigint  # one failed to stop cleanly
+    assert supervisor.exit_status(sigint, [0, -signal.SIGKILL]) == sigint
+    assert supervisor.exit_status(1, [1, 0]) == 1  # a component exited by itself
