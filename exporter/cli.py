@@ -100,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         log.info("watching Kafka Connect %r at %s", target.name, target.url)
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        # uvicorn shut down cleanly, then re-raised Ctrl-C's signal: this is a normal stop.
+        pass
     finally:
         record_times.close()
         adapter.close()
