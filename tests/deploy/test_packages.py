@@ -34,4 +34,3 @@ def test_one_apt_get_line_names_what_is_missing(monkeypatch: pytest.MonkeyPatch)
     line = f"`sudo apt-get install -y {' '.join(packages.INSTALLED)}`"
     assert line in result.stderr
     assert "Traceback" not in result.stderr
-
