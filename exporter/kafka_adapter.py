@@ -269,7 +269,7 @@ class KafkaAdapter:
         broker_default, topic_configs = configs
         topics = [_with_configs_and_offsets(t, topic_configs, offsets) for t in topics]
         controller_id, controller_source = resolve_controller(
-            quorum, metadata.controller_id, "metadata"
+            quorum, metadata.controller_id, "metadata", brokers
         )
         phases.durations["total"] = time.monotonic() - started
         return ClusterSnapshot(

@@ -106,7 +106,13 @@ def cluster_lights(cluster: Cluster | Unreachable) -> list[Light]:
     under_min = [f"{p.topic}-{p.partition}" for p in parts if p.under_min_isr]
     urp = [p for p in parts if p.under_replicated]
     not_preferred = [p for p in parts if not p.offline and not p.leader_is_preferred]
-    if cluster.controller_id is None:
+    if cluster.controller_id is None and cluster.lacks("describe_quorum"):
+        # Without DescribeQuorum only Metadata names a controller; a cluster that names none
+        # there either (librdkafka's mock) has nothing to show, which is not a missing one.
+        controller = Light(
+            "controller", "Controller", "grey", "n/a", not_available("DescribeQuorum")
+        )
+    elif cluster.controller_id is None:
         controller = Light("controller", "Controller", "red", "none", "no active controller known")
     else:
         source = cluster.controller_source or "unknown source"

@@ -201,6 +201,14 @@ def test_a_cluster_without_some_apis_says_not_available_where_their_data_would_b
     light = next(x for x in overview.cluster_lights(lacking) if x.key == "under_min_isr")
     assert (light.status, light.value) == ("grey", "n/a")
     assert light.detail.startswith("not available on this cluster (DescribeConfigs")
+    # No quorum to ask and no controller in the metadata (the mock): unknown, not missing.
+    nameless = replace(_lacking("healthy", "describe_quorum"), controller_id=None)
+    light = next(x for x in overview.cluster_lights(nameless) if x.key == "controller")
+    assert (light.status, light.value) == ("grey", "n/a")
+    assert light.detail == "not available on this cluster (DescribeQuorum)"
+    able = replace(nameless, capabilities={**nameless.capabilities, "describe_quorum": True})
+    light = next(x for x in overview.cluster_lights(able) if x.key == "controller")
+    assert (light.status, light.value) == ("red", "none")
     groups_page = " ".join(texts(consumers._tables(replace(lacking, groups=()), Filters())))
     assert "Consumer groups: not available on this cluster (ListGroups)" in groups_page
     assert "State and members: not available on this cluster (DescribeGroups)" in groups_page

@@ -114,6 +114,8 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
         doc = exp.get("/api/v1/cluster").json()
         readings = next(t for t in doc["topics"] if t["name"] == "readings")
         assert sum(p["latest_offset"] for p in readings["partitions"]) == 700
+        # The mock has no controller: its Metadata says 0, which is none of its brokers.
+        assert doc["cluster"]["controller_id"] is None
         assert doc["errors"] == [] and doc["capabilities"] == {
             k: bool(v) for k, v in sorted(MOCK_CAPABILITIES.items())
         }
