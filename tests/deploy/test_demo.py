@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import free_port
 from tests.deploy.compose import REPO
 from tests.deploy.test_launcher_run import MARKER, marked_processes, marker  # noqa: F401
+from tests.scripts import console_script
 from tests.servers import MISSING
 
 TWO_MINUTES = 120.0
@@ -104,9 +104,7 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
 ) -> None:
     names = ("exporter", "ingest-metrics", "simulator-metrics", "dashboard", "prometheus")
     ports = {n: free_port() for n in (*names, "alertmanager", "receiver")}
-    vigia_stack = Path(sys.executable).parent / "vigia-stack"  # `make test` runs in .venv
-    assert vigia_stack.is_file(), f"{vigia_stack}: this installation has no console scripts"
-    argv = [str(vigia_stack), "--demo", "--run-dir", str(tmp_path / "demo")]
+    argv = [console_script("vigia-stack"), "--demo", "--run-dir", str(tmp_path / "demo")]
     argv += ["--stop-timeout", str(STOP_TIMEOUT)]
     for name, port in ports.items():
         argv += [f"--{name}-port", str(port)]

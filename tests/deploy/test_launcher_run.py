@@ -20,6 +20,7 @@ from confluent_kafka import Producer
 
 from launcher import plan
 from tests.conftest import MockCluster, free_port
+from tests.scripts import console_script
 
 STOP_TIMEOUT = 5.0  # --stop-timeout: SIGKILL after this
 START_DEADLINE = 120.0
@@ -72,7 +73,7 @@ def test_stack_starts_every_component_and_stops_without_orphans(
     ports = {c: free_port() for c in plan.COMPONENTS}
     run_dir = tmp_path / "run"
     argv = [
-        "vigia-stack",
+        console_script("vigia-stack"),
         "--bootstrap-servers",
         mock_cluster.bootstrap_servers,
         "--only",
