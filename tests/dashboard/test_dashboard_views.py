@@ -212,6 +212,12 @@ def test_a_cluster_without_some_apis_says_not_available_where_their_data_would_b
     groups_page = " ".join(texts(consumers._tables(replace(lacking, groups=()), Filters())))
     assert "Consumer groups: not available on this cluster (ListGroups)" in groups_page
     assert "State and members: not available on this cluster (DescribeGroups)" in groups_page
+    # Members unknown (no DescribeGroups, the demo's mock): "?", not 0 members.
+    raw = cluster_json("healthy")
+    for group in raw["groups"]:
+        group["members"] = None
+    rows = " ".join(texts(consumers._tables(parse_cluster(raw), Filters())))
+    assert " ? " in f" {rows} " and parse_cluster(raw).groups[0].member_count is None
     # A cluster that answers everything shows none of it.
     healthy = cluster("healthy")
     assert all(r.error is None for r in brokers.log_dir_rows(healthy, Filters()))
