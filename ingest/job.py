@@ -508,11 +508,19 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
         return EXIT_FAILED
     counts = _source_counts(config, metrics)
     own_session = spark is None
+    # A stop asked for while Spark starts (seconds) is kept for the job: dying then would leave
+    # the starting JVM to notice on its own, seconds later, that its driver is gone.
+    early: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: early.append(signum))
+        for sig in (signal.SIGTERM, signal.SIGINT)
+    }
     session = spark if spark is not None else build_spark(config)
     job = IngestJob(session, config, metrics, admin, spool.directory)
-    previous = {
-        sig: signal.signal(sig, job.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)
-    }
+    for sig in previous:
+        signal.signal(sig, job.request_stop)
+    for signum in early:
+        job.request_stop(signum)
     try:
         job.run()
         return EXIT_OK
