@@ -27,6 +27,8 @@ from honcho.printer import Message, Printer
 
 from launcher.plan import Process, client_host, command_line
 
+# What a stopped component left behind gets this long to go after SIGTERM.
+LEFTOVER_GRACE_SECONDS = 5.0
 # Components still not answering after this long are left for their logs to explain.
 READY_DEADLINE_SECONDS = 600.0
 
@@ -69,10 +71,10 @@ class ServiceManager(honcho.manager.Manager):  # type: ignore[misc]
                 self._system_print(
                     f"{name} did not stop within {honcho.manager.KILL_WAIT:g} s: SIGKILL\n"
                 )
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if force:
-                    os.killpg(process["pid"], signal.SIGKILL)
-                else:
+            if force:
+                _signal_group(process["pid"], signal.SIGKILL)
+            else:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(process["pid"], signal.SIGTERM)
 
 
@@ -121,8 +123,30 @@ def run(
         stop.set()
         watcher.join(timeout=2)
         printer.close()
+    _stop_leftovers([p["pid"] for p in manager._processes.values() if p.get("pid")])
     codes = [p.get("returncode") for p in manager._processes.values()]
     return exit_status(int(manager.returncode or 0), codes)
+
+
+def _stop_leftovers(groups: Sequence[int], grace: float = LEFTOVER_GRACE_SECONDS) -> None:
+    """What a component that exited left in its process group (Spark's Python workers outlive
+    their JVM by a moment): SIGTERM, then SIGKILL to what is still there after `grace`."""
+    alive = [group for group in groups if _signal_group(group, signal.SIGTERM)]
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [group for group in alive if _signal_group(group, 0)]
+    for group in alive:
+        _signal_group(group, signal.SIGKILL)
+
+
+def _signal_group(group: int, sig: int) -> bool:
+    """False when the group has no process left."""
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):  # PermissionError: as honcho, not ours to stop
+        return False
+    return True
 
 
 def _announce_ready(
