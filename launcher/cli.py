@@ -270,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--stop-timeout",
         type=_seconds,
-        default=_env("VIGIA_STACK_STOP_TIMEOUT", "10"),
+        # A clean stop finishes the ingest job's batch and stops Spark: seconds, more on a
+        # loaded machine; SIGKILL is for what hangs.
+        default=_env("VIGIA_STACK_STOP_TIMEOUT", "30"),
         metavar="SECONDS",
         help="after SIGTERM, wait this long before SIGKILL (env VIGIA_STACK_STOP_TIMEOUT; "
         "default %(default)s)",

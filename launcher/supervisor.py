@@ -63,11 +63,13 @@ class ServiceManager(honcho.manager.Manager):  # type: ignore[misc]
     """honcho's manager with a service manager's stop (see the module docstring)."""
 
     def _killall(self, force: bool = False) -> None:
-        # honcho calls this with force=False on the first stop, force=True after KILL_WAIT.
+        # honcho calls this with force=False on the first stop, then with force=True on every
+        # turn of its loop after KILL_WAIT until all are gone.
         for name, process in self._processes.items():
             if "returncode" in process:
                 continue
-            if force:
+            if force and not process.get("killed"):
+                process["killed"] = True
                 self._system_print(
                     f"{name} did not stop within {honcho.manager.KILL_WAIT:g} s: SIGKILL\n"
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import shutil
 import signal
 import socket
@@ -365,3 +366,31 @@ def test_ctrl_c_that_stopped_every_component_cleanly_exits_0() -> None:
     assert supervisor.exit_status(sigint, [0, 1]) == sigint  # one failed to stop cleanly
     assert supervisor.exit_status(sigint, [0, -signal.SIGKILL]) == sigint
     assert supervisor.exit_status(1, [1, 0]) == 1  # a component exited by itself
+
+
+def test_a_component_that_ignores_sigterm_is_killed_once_and_the_stop_is_not_clean(
+    tmp_path: Path,
+) -> None:
+    import io
+    import threading
+
+    stubborn = plan.Process(
+        name="stubborn",
+        argv=("sh", "-c", "trap '' TERM; sleep 20 & wait"),
+        port=1,
+        health_path="/",
+    )
+    # honcho counts the stop timeout from the first process that stopped.
+    quick = plan.Process(name="quick", argv=("sleep", "20"), port=2, health_path="/")
+    output = io.StringIO()
+    # SIGTERM once the process runs (honcho handles it in this, the main, thread).
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    code = supervisor.run(
+        [stubborn, quick],
+        listen_address="127.0.0.1",
+        log_dir=tmp_path,
+        stop_timeout=1,
+        output=output,
+    )
+    assert code == 128 + signal.SIGTERM, output.getvalue()
+    assert output.getvalue().count("stubborn did not stop within 1 s: SIGKILL") == 1
