@@ -29,11 +29,13 @@ from tests.conftest import MockCluster, free_port, start_mock_cluster
 from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, exporter_thread, tcp_proxy, wait_for
 
-# What the mock lacks (DescribeGroups is never asked: ListGroups finds no group).
+# What the mock lacks (DescribeGroups is asked about the ingest job's group, which the exporter
+# names itself: ListGroups finds none).
 MOCK_CAPABILITIES = {
     "describe_cluster": 0,
     "describe_quorum": 0,
     "describe_configs": 0,
+    "describe_groups": 0,
     "describe_log_dirs": 0,
     "list_groups": 0,
 }
