@@ -1,11 +1,12 @@
 # `make test` is the one test command: CI (.ci/run) calls it, and so should you.
 PYTHON ?= python3
 
-.PHONY: demo up test lint typecheck unit
+.PHONY: demo up test packages lint typecheck unit
 
-# `make demo` runs the whole product on this machine, without Docker or Kafka (vigia-stack --demo).
-# The first time, it makes a virtualenv in .venv with Vigía installed; later runs reuse it (it is
-# reinstalled when pyproject.toml changes). Ctrl-C stops everything.
+# `make demo` and `make test` run in one virtualenv, .venv, with Vigía and its test tools installed:
+# made the first time (from whatever `python3` is: nothing is installed into it), reinstalled when
+# pyproject.toml changes. `make demo` runs the whole product on this machine, without Docker or
+# Kafka (vigia-stack --demo). Ctrl-C stops everything.
 VENV ?= .venv
 
 demo: $(VENV)/.installed
@@ -26,15 +27,19 @@ up: .env
 	sed "s/^GRAFANA_ADMIN_PASSWORD=$$/GRAFANA_ADMIN_PASSWORD=$$password/" .env.example > .env; \
 	echo "wrote .env; Grafana admin password: $$password"
 
-test: lint typecheck unit
+test: packages lint typecheck unit
 
-lint:
-	$(PYTHON) -m ruff check .
-	$(PYTHON) -m ruff format --check .
+# Names the Debian packages some tests need and this machine lacks, with the apt-get line.
+packages: $(VENV)/.installed
+	@$(VENV)/bin/python -m launcher.packages
 
-typecheck:
-	$(PYTHON) -m mypy
+lint: $(VENV)/.installed
+	$(VENV)/bin/python -m ruff check .
+	$(VENV)/bin/python -m ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(VENV)/bin/python -m mypy
 
 # pytest exits 5 when it collects nothing, which fails this target: an empty run is never green.
-unit:
-	$(PYTHON) -m pytest
+unit: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest

@@ -141,7 +141,7 @@ class Group:
     protocol: str | None
     coordinator: int | None
     status: str | None
-    member_count: int
+    member_count: int | None  # None when the members are unknown (no DescribeGroups)
     client_ids: tuple[str, ...]
     topics: tuple[GroupTopic, ...]
     partitions: tuple[GroupPartition, ...]
@@ -260,7 +260,7 @@ def _group(raw: Mapping[str, Any]) -> Group:
         protocol=raw.get("protocol"),
         coordinator=_int(raw.get("coordinator")),
         status=raw.get("status"),
-        member_count=len(members),
+        member_count=None if raw.get("members") is None else len(members),
         client_ids=tuple(str(m.get("client_id", "")) for m in members),
         topics=tuple(
             GroupTopic(

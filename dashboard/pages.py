@@ -13,6 +13,7 @@ from dash import html
 from dashboard.cluster import Cluster, parse_cluster
 from dashboard.data import Fetched, Plan, Unreachable, Window
 from dashboard.views import (
+    alerts,
     brokers,
     capacity,
     consumers,
@@ -127,7 +128,9 @@ def refresh(
         children: list[Any] = [html.Div(f"No page at {path}.", className="card")]
     else:
         try:
-            children = page.build(ctx)
+            # The Overview lists every alert; another page, those that link to it.
+            here = alerts.firing_here(fetched.alerts, page.path) if page.path != "/" else []
+            children = here + page.build(ctx)
         except Exception as exc:  # a bug in one page must not blank the app
             log.exception("building page %s failed", page.path)
             children = [

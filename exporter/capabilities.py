@@ -68,7 +68,9 @@ class CapabilityTracker:
             self._known[capability] = False
             self._off_since[capability] = self._clock()
         if was is not False:
-            log.warning(
+            # A fact about the cluster, shown as vigia_exporter_capability and "not available on
+            # this cluster" in the Dash app: nothing for an operator to fix, so not a warning.
+            log.info(
                 "the cluster does not support %s (%s): its metrics are left out, "
                 "vigia_exporter_capability{capability=%r} is 0; checking again every %g s",
                 capability,

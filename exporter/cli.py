@@ -45,7 +45,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         _invalid(str(exc))
     setup_logging(config.log_level)
     try:
-        adapter = KafkaAdapter(config.bootstrap_servers, config.kafka_options, config.filters)
+        adapter = KafkaAdapter(
+            config.bootstrap_servers,
+            config.kafka_options,
+            config.filters,
+            # The ingest job's group, whether or not the cluster can list its groups.
+            named_groups={config.source.group: config.source.topic},
+        )
     except KafkaException as exc:
         _invalid(f"invalid Kafka option: {exc.args[0].str() if exc.args else exc}")
     try:
@@ -100,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         log.info("watching Kafka Connect %r at %s", target.name, target.url)
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        # uvicorn shut down cleanly, then re-raised Ctrl-C's signal: this is a normal stop.
+        pass
     finally:
         record_times.close()
         adapter.close()

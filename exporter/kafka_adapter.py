@@ -162,8 +162,13 @@ class KafkaAdapter:
         *,
         admin_factory: Callable[[Mapping[str, Any]], Any] = _default_admin,
         legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
+        named_groups: Mapping[str, str] | None = None,
     ) -> None:
         self._filters = filters
+        # Group -> its topic: reported even when ListGroups does not list it (a cluster without
+        # ListGroups, such as librdkafka's mock), with offsets asked for that topic's partitions
+        # (the mock answers an OffsetFetch of "all topics" with none).
+        self._named_groups = dict(named_groups or {})
         quiet_kafka_python()
         # librdkafka's own log lines go through Python logging like everything else, and name
         # authentication and TLS failures (see common.kafka_diagnostics).
@@ -255,7 +260,7 @@ class KafkaAdapter:
             sorted(brokers),
             deadline,
         )
-        groups = self._pool.submit(self._groups, deadline, phases)
+        groups = self._pool.submit(self._groups, topics, deadline, phases)
         configs = self._configs(topics, sorted(brokers), deadline, phases)
         offsets = self._offsets(topics, deadline, phases)
 
@@ -269,7 +274,7 @@ class KafkaAdapter:
         broker_default, topic_configs = configs
         topics = [_with_configs_and_offsets(t, topic_configs, offsets) for t in topics]
         controller_id, controller_source = resolve_controller(
-            quorum, metadata.controller_id, "metadata"
+            quorum, metadata.controller_id, "metadata", brokers
         )
         phases.durations["total"] = time.monotonic() - started
         return ClusterSnapshot(
@@ -433,9 +438,11 @@ class KafkaAdapter:
 
     # -- consumer groups (runs on the pool) -------------------------------------------------
 
-    def _groups(self, deadline: Deadline, phases: _Phases) -> tuple[ConsumerGroup, ...]:
+    def _groups(
+        self, topics: Sequence[Topic], deadline: Deadline, phases: _Phases
+    ) -> tuple[ConsumerGroup, ...]:
         started = time.monotonic()
-        ids: set[str] = set()
+        ids: set[str] = {g for g in self._named_groups if self._filters.groups.allows(g)}
         try:
             if self._capabilities.should_ask("list_groups"):
                 ids.update(self._list_groups(deadline, phases))
@@ -460,9 +467,15 @@ class KafkaAdapter:
         offset_failures: dict[str, str] = {}
         for group_id in group_ids:
             try:
+                named = [
+                    TopicPartition(t.name, p.partition)
+                    for t in topics
+                    if t.name == self._named_groups.get(group_id)
+                    for p in t.partitions
+                ]
                 offsets.update(
                     self._admin.list_consumer_group_offsets(
-                        [ConsumerGroupTopicPartitions(group_id)],
+                        [ConsumerGroupTopicPartitions(group_id, named or None)],
                         request_timeout=deadline.remaining(),
                     )
                 )

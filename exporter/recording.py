@@ -88,10 +88,10 @@ def replay(
 def snapshot_from_recording(data: Mapping[str, Any]) -> ClusterSnapshot:
     cluster = data["cluster"]
     quorum = _quorum(data.get("quorum"))
-    controller_id, controller_source = resolve_controller(
-        quorum, cluster.get("controller_id"), "describe_cluster"
-    )
     in_metadata = {int(b["id"]) for b in cluster["brokers"]}
+    controller_id, controller_source = resolve_controller(
+        quorum, cluster.get("controller_id"), "describe_cluster", in_metadata
+    )
     # The recorder asked every node, the exporter asks only the brokers in the metadata: a stopped
     # broker's answer (UnknownBrokerIdError) is what the exporter never sees.
     log_dirs = tuple(

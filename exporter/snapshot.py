@@ -7,7 +7,7 @@ equal and the JSON is stable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
@@ -224,13 +224,18 @@ def min_insync_replicas(topic: Topic, broker_default: int | None) -> int | None:
 
 
 def resolve_controller(
-    quorum: Quorum | None, reported_id: int | None, reported_source: ControllerSource
+    quorum: Quorum | None,
+    reported_id: int | None,
+    reported_source: ControllerSource,
+    brokers: Collection[int],
 ) -> tuple[int | None, ControllerSource | None]:
     """The KRaft quorum leader when known: brokers report a random live broker as "controller"
-    in DescribeCluster/Metadata under KRaft (fixtures README, gotcha 1)."""
+    in DescribeCluster/Metadata under KRaft (fixtures README, gotcha 1). A reported controller
+    that is none of the `brokers` is no answer: Kafka reports a live broker or -1, but clusters
+    without a controller fill in 0 (librdkafka's mock cluster, whose brokers are 1..n)."""
     if quorum is not None and quorum.leader_id >= 0:
         return quorum.leader_id, "quorum"
-    if reported_id is not None and reported_id >= 0:
+    if reported_id is not None and reported_id in brokers:
         return reported_id, reported_source
     return None, None
 

@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 
 from ingest.schema import MAGNITUDES, PERIODS, PERIODS_PER_DAY
 from ingest.simulator.manifest import load_manifest
+from ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
 
@@ -417,7 +418,7 @@ def main_completeness(args: argparse.Namespace, spark: SparkSession | None = Non
         return EXIT_INVALID
 
     own_session = spark is None
-    session = spark or SparkSession.builder.appName("vigia-completeness").getOrCreate()
+    session = spark or start_session("vigia-completeness", {})
     try:
         if source_keys is not None:
             report = against_source(session, args.output, measure_date, source_keys, sample_size)

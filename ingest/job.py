@@ -61,6 +61,7 @@ from ingest.metrics import (
 )
 from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
 from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
+from ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +118,9 @@ def session_settings(spark_master: str | None, driver_memory: str | None = None)
 
 
 def build_spark(config: IngestConfig) -> SparkSession:
-    builder = SparkSession.builder.appName(config.query_name)
-    for key, value in session_settings(config.spark_master, config.driver_memory).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = start_session(
+        config.query_name, session_settings(config.spark_master, config.driver_memory)
+    )
     quiet_spark_logs(spark, config.log_level)
     return spark
 
@@ -508,11 +508,19 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
         return EXIT_FAILED
     counts = _source_counts(config, metrics)
     own_session = spark is None
+    # A stop asked for while Spark starts (seconds) is kept for the job: dying then would leave
+    # the starting JVM to notice on its own, seconds later, that its driver is gone.
+    early: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: early.append(signum))
+        for sig in (signal.SIGTERM, signal.SIGINT)
+    }
     session = spark if spark is not None else build_spark(config)
     job = IngestJob(session, config, metrics, admin, spool.directory)
-    previous = {
-        sig: signal.signal(sig, job.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)
-    }
+    for sig in previous:
+        signal.signal(sig, job.request_stop)
+    for signum in early:
+        job.request_stop(signum)
     try:
         job.run()
         return EXIT_OK

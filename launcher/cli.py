@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from common.logs import setup_logging
-from launcher import demo, plan
+from launcher import demo, packages, plan
 from launcher.prometheus_config import localize
 from launcher.supervisor import run
 
@@ -65,8 +65,9 @@ environment:
   (e.g. VIGIA_KAFKA_OPTIONS for SASL/SSL, VIGIA_PROBE_TOPIC, VIGIA_SIMULATE_RATE).
 
 exit status:
-  2 for invalid configuration (one line says why); 130 after Ctrl-C, 143 after SIGTERM;
-  otherwise the exit code of the first process that stopped.
+  0 after Ctrl-C or SIGTERM once every component stopped cleanly (130 / 143 if one did not);
+  2 for invalid configuration (one line says why); otherwise the exit code of the first process
+  that stopped.
 
 demo (`make demo`):
   --demo runs everything on this machine without Kafka: librdkafka's mock cluster (3 brokers, in
@@ -269,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--stop-timeout",
         type=_seconds,
-        default=_env("VIGIA_STACK_STOP_TIMEOUT", "10"),
+        # A clean stop finishes the ingest job's batch and stops Spark: seconds, more on a
+        # loaded machine; SIGKILL is for what hangs.
+        default=_env("VIGIA_STACK_STOP_TIMEOUT", "30"),
         metavar="SECONDS",
         help="after SIGTERM, wait this long before SIGKILL (env VIGIA_STACK_STOP_TIMEOUT; "
         "default %(default)s)",
@@ -319,10 +322,9 @@ def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
         missing = demo.missing_packages(settings)
         if missing:
             log.warning(
-                "not installed: %s; `sudo apt-get install -y %s` adds it; the demo goes on "
-                "without %s",
+                "not installed: %s; `%s` adds it; the demo goes on without %s",
                 ", ".join(missing),
-                " ".join(missing),
+                packages.install_line(missing),
                 ", ".join(c for c in chosen if c not in demo.runnable(chosen, missing)),
             )
         chosen = demo.runnable(chosen, missing)
@@ -366,6 +368,9 @@ def _jmx_targets(values: Sequence[str]) -> dict[str, str]:
 def _check_ports_free(processes: Sequence[plan.Process], address: str) -> None:
     for process in processes:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As the servers themselves bind: a previous run's connections in TIME-WAIT do not
+            # keep the port from them, so they must not fail this check either.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind((address, process.port))
             except OSError as e:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
-import re
 import shutil
 import signal
 import subprocess
@@ -15,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from launcher import plan
+from launcher import packages, plan
 
 log = logging.getLogger("vigia-stack")
 
@@ -27,7 +25,6 @@ MEASURE_TOPIC = "measure"
 MOCK_BROKERS = 3
 BOOTSTRAP_FILE = "mock-cluster.bootstrap"
 BOOTSTRAP_DEADLINE_SECONDS = 30.0
-JAVA_MAJOR = 17
 
 # Debian package -> components that cannot run without it.
 NEEDED_BY = {
@@ -37,34 +34,10 @@ NEEDED_BY = {
 }
 
 
-def java_major(version_output: str) -> int | None:
-    """The major version in `java -version` output (`openjdk version "17.0.2"`, `"1.8.0_392"`)."""
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2) or 0) if major == 1 else major
-
-
-def _java_ok() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java:
-        return False
-    try:
-        result = subprocess.run(
-            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except OSError:
-        return False
-    major = java_major(result.stderr + result.stdout)
-    return major is not None and major >= JAVA_MAJOR
-
-
 def missing_packages(settings: plan.Settings) -> list[str]:
     """Debian packages the demo needs and this machine lacks."""
     present = {
-        "openjdk-17-jre-headless": _java_ok(),
+        "openjdk-17-jre-headless": packages.java_ok(),
         "prometheus": bool(settings.prometheus_binary),
         "prometheus-alertmanager": bool(settings.alertmanager_binary),
     }

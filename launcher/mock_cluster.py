@@ -1,10 +1,19 @@
 """`python -m launcher.mock_cluster`: hosts librdkafka's mock Kafka cluster for `--demo`.
 
-The mock cluster (`test.mock.num.brokers`) lives inside a librdkafka client and dies with the
-process holding it, so this small process only creates it, creates the topics the demo uses (the
-mock creates a topic, 4 partitions and up to 3 replicas, when a client asks for its metadata),
-writes the bootstrap address to a file and waits. It stops on SIGINT/SIGTERM, and by itself when
-the process that started it is gone: a killed launcher leaves no broker behind.
+The mock cluster lives inside a librdkafka handle and dies with the process holding it, so this
+small process only creates it, lays out the demo's topics as a Kafka cluster would have them, writes
+the bootstrap address to a file and waits. It stops on SIGINT/SIGTERM, and by itself when the
+process that started it is gone: a killed launcher leaves no broker behind.
+
+Where the mock differs from Kafka in ways an operator would read as faults, the topics are laid out
+here so that the demo shows none:
+- the mock gives a new partition a random one of its replicas as leader, where Kafka makes the
+  first (preferred) replica the leader: each partition's leader is moved to its preferred replica;
+- with as many replicas as brokers, the mock gives every partition the same replica order, so one
+  broker would be the preferred leader of all of them and the others of none, and the exporter's
+  probe (which needs a partition led by each broker and cannot make one: the mock has no
+  CreateTopics, CreatePartitions or ElectLeaders) would probe a single broker. With replication
+  factor 2 the mock rotates the order, as Kafka's assignment does.
 """
 
 from __future__ import annotations
@@ -21,23 +30,28 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from common.logs import setup_logging
+from launcher.rdkafka_mock import MockCluster
 
 log = logging.getLogger("vigia.mock-cluster")
 
 PARENT_CHECK_SECONDS = 1.0
+PARTITIONS = 4
+REPLICATION_FACTOR = 2
 
 
-def start(num_brokers: int, topics: Sequence[str]) -> tuple[Producer, str]:
-    """The client holding the cluster, and the cluster's bootstrap address."""
-    handle = Producer({"test.mock.num.brokers": num_brokers, "log_level": 3})
-    metadata = handle.list_topics(timeout=10)
-    brokers = sorted(metadata.brokers.values(), key=lambda b: b.id)
-    bootstrap = ",".join(f"{b.host}:{b.port}" for b in brokers)
+def start(num_brokers: int, topics: Sequence[str]) -> MockCluster:
+    """The cluster, with `topics` created and each partition led by its preferred replica."""
+    cluster = MockCluster(num_brokers)
     for topic in topics:
-        found = handle.list_topics(topic, timeout=10).topics[topic]
+        cluster.create_topic(topic, PARTITIONS, min(REPLICATION_FACTOR, num_brokers))
+    client = Producer({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 3})
+    for topic in topics:
+        found = client.list_topics(topic, timeout=10).topics[topic]
         if found.error is not None:
             raise RuntimeError(f"cannot create topic {topic}: {found.error}")
-    return handle, bootstrap
+        for partition in found.partitions.values():
+            cluster.set_leader(topic, partition.id, partition.replicas[0])
+    return cluster
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,16 +66,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    handle, bootstrap = start(args.brokers, args.topic)
+    cluster = start(args.brokers, args.topic)
     temporary = args.bootstrap_file.with_suffix(".tmp")
-    temporary.write_text(bootstrap + "\n", encoding="utf-8")
+    temporary.write_text(cluster.bootstrap_servers + "\n", encoding="utf-8")
     temporary.replace(args.bootstrap_file)  # readers never see half an address
-    log.info("mock cluster of %d brokers at %s (topics %s)", args.brokers, bootstrap, args.topic)
+    log.info(
+        "mock cluster of %d brokers at %s (topics %s)",
+        args.brokers,
+        cluster.bootstrap_servers,
+        args.topic,
+    )
     while not stop.wait(PARENT_CHECK_SECONDS):
         if os.getppid() != parent:
             log.warning("the launcher is gone: stopping")
             break
-    del handle
+    cluster.close()
     log.info("mock cluster stopped")
     return 0
 

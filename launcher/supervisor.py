@@ -1,18 +1,23 @@
 """Runs the planned processes under honcho and copies each one's output into the run directory.
 
-honcho starts every command in its own session (process group), relays output with a name prefix,
-and on SIGINT/SIGTERM, or when any process exits, sends SIGTERM to every process group, then
-SIGKILL to whatever is still running after the stop timeout. Killing whole groups matters here:
-the ingest job's Spark JVM is a child of the Python process honcho started.
+honcho starts every command in its own session (process group) and relays output with a name
+prefix. On SIGINT/SIGTERM, or when any process exits, the others are stopped the way a service
+manager stops a service (systemd's KillMode=mixed): SIGTERM to each component's own process, then
+SIGKILL to each whole process group still running after the stop timeout. The component stops its
+children itself: the ingest job ends its query and then its Spark JVM; a SIGTERM to the whole group
+(honcho's way) would kill that JVM under the job's feet. The group SIGKILL still reaches every
+grandchild of a component that does not stop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -22,6 +27,8 @@ from honcho.printer import Message, Printer
 
 from launcher.plan import Process, client_host, command_line
 
+# What a stopped component left behind gets this long to go after SIGTERM.
+LEFTOVER_GRACE_SECONDS = 5.0
 # Components still not answering after this long are left for their logs to explain.
 READY_DEADLINE_SECONDS = 600.0
 
@@ -52,6 +59,41 @@ class TeePrinter(Printer):  # type: ignore[misc]
             handle.close()
 
 
+class ServiceManager(honcho.manager.Manager):  # type: ignore[misc]
+    """honcho's manager with a service manager's stop (see the module docstring)."""
+
+    def _killall(self, force: bool = False) -> None:
+        # honcho calls this with force=False on the first stop, then with force=True on every
+        # turn of its loop after KILL_WAIT until all are gone.
+        for name, process in self._processes.items():
+            if "returncode" in process:
+                continue
+            if force and not process.get("killed"):
+                process["killed"] = True
+                self._system_print(
+                    f"{name} did not stop within {honcho.manager.KILL_WAIT:g} s: SIGKILL\n"
+                )
+            if force:
+                _signal_group(process["pid"], signal.SIGKILL)
+            else:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(process["pid"], signal.SIGTERM)
+
+
+# A component stopped as asked: it exited 0, or SIGTERM's default action ended it.
+CLEAN_STOP = frozenset({0, -signal.SIGTERM})
+# honcho's exit code after it received SIGINT / SIGTERM.
+ASKED_TO_STOP = frozenset({128 + signal.SIGINT, 128 + signal.SIGTERM})
+
+
+def exit_status(manager_code: int, component_codes: Iterable[int | None]) -> int:
+    """0 when Ctrl-C or SIGTERM stopped every component cleanly, as a service's stop is; else
+    honcho's code (the first component to exit, or 128 + the signal)."""
+    if manager_code in ASKED_TO_STOP and all(c in CLEAN_STOP for c in component_codes):
+        return 0
+    return manager_code
+
+
 def run(
     processes: Sequence[Process],
     *,
@@ -64,7 +106,7 @@ def run(
     # honcho reads its kill delay from this module constant when it needs it.
     honcho.manager.KILL_WAIT = stop_timeout
     printer = TeePrinter(output, log_dir)
-    manager = honcho.manager.Manager(printer=printer)
+    manager = ServiceManager(printer=printer)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for process in processes:
         manager.add_process(process.name, command_line(process), env=env)
@@ -83,7 +125,30 @@ def run(
         stop.set()
         watcher.join(timeout=2)
         printer.close()
-    return int(manager.returncode or 0)
+    _stop_leftovers([p["pid"] for p in manager._processes.values() if p.get("pid")])
+    codes = [p.get("returncode") for p in manager._processes.values()]
+    return exit_status(int(manager.returncode or 0), codes)
+
+
+def _stop_leftovers(groups: Sequence[int], grace: float = LEFTOVER_GRACE_SECONDS) -> None:
+    """What a component that exited left in its process group (Spark's Python workers outlive
+    their JVM by a moment): SIGTERM, then SIGKILL to what is still there after `grace`."""
+    alive = [group for group in groups if _signal_group(group, signal.SIGTERM)]
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [group for group in alive if _signal_group(group, 0)]
+    for group in alive:
+        _signal_group(group, signal.SIGKILL)
+
+
+def _signal_group(group: int, sig: int) -> bool:
+    """False when the group has no process left."""
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):  # PermissionError: as honcho, not ours to stop
+        return False
+    return True
 
 
 def _announce_ready(

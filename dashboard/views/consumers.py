@@ -106,7 +106,7 @@ def group_rows(groups: Sequence[Group], filters: Filters) -> list[list[str]]:
                 g.group_id,
                 (g.state or "?").title(),
                 (g.type or "?").title(),
-                str(g.member_count),
+                "?" if g.member_count is None else str(g.member_count),
                 g.status or "–",
                 ", ".join(t.topic for t in topics) or "–",
                 fmt_int(g.lag),

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from dash import html
 
 from dashboard.cluster import Cluster
 from dashboard.data import Plan, Unreachable, scalar
+from dashboard.views.alerts import alerts_table
 from dashboard.views.common import (
     PageContext,
     Status,
@@ -22,7 +21,6 @@ from dashboard.views.common import (
     line_figure,
     matrix_traces,
     not_available,
-    simple_table,
 )
 
 INGEST_GROUP = "vigia-ingest"
@@ -106,7 +104,13 @@ def cluster_lights(cluster: Cluster | Unreachable) -> list[Light]:
     under_min = [f"{p.topic}-{p.partition}" for p in parts if p.under_min_isr]
     urp = [p for p in parts if p.under_replicated]
     not_preferred = [p for p in parts if not p.offline and not p.leader_is_preferred]
-    if cluster.controller_id is None:
+    if cluster.controller_id is None and cluster.lacks("describe_quorum"):
+        # Without DescribeQuorum only Metadata names a controller; a cluster that names none
+        # there either (librdkafka's mock) has nothing to show, which is not a missing one.
+        controller = Light(
+            "controller", "Controller", "grey", "n/a", not_available("DescribeQuorum")
+        )
+    elif cluster.controller_id is None:
         controller = Light("controller", "Controller", "red", "none", "no active controller known")
     else:
         source = cluster.controller_source or "unknown source"
@@ -282,42 +286,6 @@ def render_light(light: Light) -> html.Div:
         id=f"light-{light.key}",
         className=f"light light-{light.status}",
         title=f"{light.label}: {light.value} ({light.status})",
-    )
-
-
-def alerts_table(alerts: Sequence[Mapping[str, Any]] | Unreachable | None) -> Any:
-    if alerts is None or isinstance(alerts, Unreachable):
-        return html.Div(str(alerts) if alerts else "Alertmanager not queried", className="muted")
-    rows = []
-    for a in sorted(
-        alerts,
-        key=lambda a: (
-            a.get("labels", {}).get("severity") != "critical",
-            str(a.get("startsAt", "")),
-        ),
-    ):
-        labels = a.get("labels", {})
-        annotations = a.get("annotations", {})
-        since = str(a.get("startsAt", ""))
-        with contextlib.suppress(ValueError):
-            since = (
-                datetime.fromisoformat(since.replace("Z", "+00:00"))
-                .astimezone(UTC)
-                .strftime("%Y-%m-%d %H:%M UTC")
-            )
-        rows.append(
-            [
-                labels.get("alertname", "?"),
-                labels.get("severity", ""),
-                annotations.get("summary", ""),
-                since,
-            ]
-        )
-    return simple_table(
-        ["Alert", "Severity", "Summary", "Since"],
-        rows,
-        id="alerts-table",
-        empty="No alerts firing.",
     )
 
 

@@ -107,8 +107,34 @@ def _last_day(v: Vector | Unreachable) -> tuple[str, float] | None:
     return day, days[day]
 
 
+# A hop the exporter is not told to watch and no other source reports: the deployment has none
+# (the demo's simulator writes to Kafka itself), which is not a hop without data.
+NOT_DEPLOYED = "not in this deployment"
+
+
+def unwatched(raw: Mapping[str, Any] | Unreachable | None) -> frozenset[str]:
+    """The hops the exporter's JSON says it does not watch: `hes` without --hes-dsn (its
+    `source` is null), `connect` without --connect-url. Unknown while it does not answer."""
+    if not isinstance(raw, Mapping):
+        return frozenset()
+    return frozenset(
+        hop
+        for hop, missing in (
+            ("hes", raw.get("source") is None),
+            ("connect", not raw.get("connect")),
+        )
+        if missing
+    )
+
+
+def _not_deployed(key: str, name: str, flag: str) -> Hop:
+    return Hop(key, name, "grey", NOT_DEPLOYED, (("watched with", f"vigia-exporter {flag}"),))
+
+
 def hes_hop(ctx: PageContext) -> Hop:
     up = scalar(ctx.instant("hes_up"))
+    if up is None and "hes" in unwatched(ctx.fetched.cluster):
+        return _not_deployed("hes", "HES database", "--hes-dsn")
     age = scalar(ctx.instant("hes_age"))
     today = _last_day(ctx.instant("hes_days"))
     status = _worst(
@@ -141,6 +167,8 @@ def task_states(v: Vector | Unreachable) -> dict[str, int]:
 def connect_hop(ctx: PageContext) -> Hop:
     workers = _vector(ctx.instant("workers"))
     states = task_states(ctx.instant("tasks"))
+    if not workers and not states and "connect" in unwatched(ctx.fetched.cluster):
+        return _not_deployed("connect", "Kafka Connect (Debezium)", "--connect-url")
     connected = _vector(ctx.instant("connected"))
     since = scalar(ctx.instant("since_event"))
     down = [s.labels.get("connect", "?") for s in workers if s.value == 0]
@@ -328,6 +356,16 @@ def build(ctx: PageContext) -> list[Any]:
                     graph(
                         line_figure("Hop lag", lag, seconds=True),
                         "fig-pipeline-hop-lag",
+                    ),
+                    *(
+                        [
+                            note(
+                                "The hop lags are measured by the exporter's watch of the HES "
+                                f"(vigia-exporter --hes-dsn): {NOT_DEPLOYED}."
+                            )
+                        ]
+                        if "hes" in unwatched(ctx.fetched.cluster)
+                        else []
                     ),
                 ),
             ],

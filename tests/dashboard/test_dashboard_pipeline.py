@@ -5,6 +5,7 @@ scrape and the exporter's JSON `connect` section, as Prometheus and the exporter
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import plotly.graph_objects as go
 import pytest
@@ -129,6 +130,21 @@ def test_no_data_is_grey_and_the_page_still_builds() -> None:
     )
     page = PAGE_BY_PATH["/pipeline"].build(ctx)
     assert page
+
+
+def test_hops_the_deployment_does_not_have_say_so() -> None:
+    """The demo: no --hes-dsn, no --connect-url, so no HES or Connect series either."""
+    fetched = Fetched(cluster={"source": None, "connect": []}, alerts=[], instant={}, ranged={})
+    ctx = PageContext(fetched, Window(0, 3600, 15), 3600)
+    got = lights(ctx)
+    assert got["hes"] == got["connect"] == ("grey", pipeline.NOT_DEPLOYED)
+    assert got["kafka"] == ("grey", "no data")  # watched, and silent: that is "no data"
+    assert pipeline.NOT_DEPLOYED in json.dumps(pipeline.build(ctx)[1].to_plotly_json(), default=str)
+    # Watched ones without data yet (the exporter names them) are "no data", as before.
+    watched = {"source": {"hes": {}}, "connect": [{"connect": "connect", "up": True}]}
+    ctx = PageContext(replace(fetched, cluster=watched), Window(0, 3600, 15), 3600)
+    assert lights(ctx)["hes"] == ("grey", "no data")
+    assert lights(ctx)["connect"] == ("grey", "no data")
 
 
 def test_hop_lag_figure_is_valid() -> None:

@@ -201,9 +201,23 @@ def test_a_cluster_without_some_apis_says_not_available_where_their_data_would_b
     light = next(x for x in overview.cluster_lights(lacking) if x.key == "under_min_isr")
     assert (light.status, light.value) == ("grey", "n/a")
     assert light.detail.startswith("not available on this cluster (DescribeConfigs")
+    # No quorum to ask and no controller in the metadata (the mock): unknown, not missing.
+    nameless = replace(_lacking("healthy", "describe_quorum"), controller_id=None)
+    light = next(x for x in overview.cluster_lights(nameless) if x.key == "controller")
+    assert (light.status, light.value) == ("grey", "n/a")
+    assert light.detail == "not available on this cluster (DescribeQuorum)"
+    able = replace(nameless, capabilities={**nameless.capabilities, "describe_quorum": True})
+    light = next(x for x in overview.cluster_lights(able) if x.key == "controller")
+    assert (light.status, light.value) == ("red", "none")
     groups_page = " ".join(texts(consumers._tables(replace(lacking, groups=()), Filters())))
     assert "Consumer groups: not available on this cluster (ListGroups)" in groups_page
     assert "State and members: not available on this cluster (DescribeGroups)" in groups_page
+    # Members unknown (no DescribeGroups, the demo's mock): "?", not 0 members.
+    raw = cluster_json("healthy")
+    for group in raw["groups"]:
+        group["members"] = None
+    rows = " ".join(texts(consumers._tables(parse_cluster(raw), Filters())))
+    assert " ? " in f" {rows} " and parse_cluster(raw).groups[0].member_count is None
     # A cluster that answers everything shows none of it.
     healthy = cluster("healthy")
     assert all(r.error is None for r in brokers.log_dir_rows(healthy, Filters()))

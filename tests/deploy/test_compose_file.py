@@ -32,6 +32,7 @@ from tests.deploy.compose import (
     resolved,
     variables_used,
 )
+from tests.scripts import console_script
 
 # The variable compose refuses to run without; .env.example leaves it empty on purpose.
 REQUIRED = {"GRAFANA_ADMIN_PASSWORD": "not-admin"}
@@ -117,11 +118,8 @@ def listening_ports(name: str, service: dict[str, Any]) -> set[int]:
 
 @functools.cache
 def help_text(*argv: str) -> str:
-    script = shutil.which(argv[0])
-    assert script, f"{argv[0]} is not installed (pip install -e '.[all]')"
-    result = subprocess.run(
-        [script, *argv[1:], "--help"], capture_output=True, text=True, timeout=120, check=False
-    )
+    command = [console_script(argv[0]), *argv[1:], "--help"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, f"{' '.join(argv)} --help failed: {result.stderr[-500:]}"
     return result.stdout
 

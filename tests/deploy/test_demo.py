@@ -1,5 +1,7 @@
-"""`vigia-stack --demo` (what `make demo` runs) reaches its 2-minute state, then Ctrl-C leaves no
-process behind. Started with this interpreter; the .venv step of `make demo` is checked apart."""
+"""`make demo` and `make test` share one virtualenv; `vigia-stack --demo` of that installation (what
+`make demo` runs) reaches its 2-minute state, then Ctrl-C stops it like a service: exit status 0, no
+traceback, no process left. The demo runs as a newcomer's does: the virtualenv is not activated,
+and the `python3` on PATH is another installation (here one that refuses to run)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -22,10 +23,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import free_port
 from tests.deploy.compose import REPO
 from tests.deploy.test_launcher_run import MARKER, marked_processes, marker  # noqa: F401
+from tests.scripts import console_script
 from tests.servers import MISSING
 
 TWO_MINUTES = 120.0
-STOP_TIMEOUT = 5.0
+STOP_TIMEOUT = 30.0  # as tests/deploy/test_launcher_run.py: a clean stop may take seconds
 
 
 def get(url: str) -> str:
@@ -56,25 +58,40 @@ def until(check: Callable[[], Any], deadline: float, what: str, log: Path) -> An
         time.sleep(1.0)
 
 
-def test_make_demo_makes_the_virtualenv_once_then_reuses_it(tmp_path: Path) -> None:
+def other_python(directory: Path) -> Path:
+    """A PATH directory whose `python3` is not this installation: whatever runs it fails."""
+    bin_dir = directory / "other-python"
+    bin_dir.mkdir()
+    for name in ("python", "python3"):
+        script = bin_dir / name
+        script.write_text('#!/bin/sh\necho "$0: another installation, without Vigía" >&2\nexit 1\n')
+        script.chmod(0o755)
+    return bin_dir
+
+
+def test_make_demo_and_make_test_share_the_virtualenv_made_once(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
 
-    def planned() -> list[str]:
+    def planned(target: str) -> list[str]:
         result = subprocess.run(
-            ["make", "-n", "-C", str(REPO), "demo", f"VENV={venv}"],
+            ["make", "-n", "-C", str(REPO), target, f"VENV={venv}"],
             capture_output=True,
             text=True,
             check=True,
         )
         return [line for line in result.stdout.splitlines() if not line.startswith("make")]
 
-    first = planned()
+    first = planned("demo")
     assert first[0] == f"test -x {venv}/bin/python || python3 -m venv {venv}"
     assert "-m pip install" in first[1] and "-e '.[all]'" in first[1]
     assert first[-1] == f"{venv}/bin/vigia-stack --demo"
+    assert planned("test")[:2] == first[:2]  # the same virtualenv, with the test tools ([all])
     venv.mkdir()
     (venv / ".installed").touch()  # newer than pyproject.toml: installed already
-    assert planned() == [f"{venv}/bin/vigia-stack --demo"]
+    assert planned("demo") == [f"{venv}/bin/vigia-stack --demo"]
+    tests = planned("test")
+    assert tests[0] == f"{venv}/bin/python -m launcher.packages"
+    assert tests[1:] and all(line.startswith(f"{venv}/bin/python -m ") for line in tests)
 
 
 @pytest.mark.skipif(
@@ -87,7 +104,7 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
 ) -> None:
     names = ("exporter", "ingest-metrics", "simulator-metrics", "dashboard", "prometheus")
     ports = {n: free_port() for n in (*names, "alertmanager", "receiver")}
-    argv = [sys.executable, "-m", "launcher.cli", "--demo", "--run-dir", str(tmp_path / "demo")]
+    argv = [console_script("vigia-stack"), "--demo", "--run-dir", str(tmp_path / "demo")]
     argv += ["--stop-timeout", str(STOP_TIMEOUT)]
     for name, port in ports.items():
         argv += [f"--{name}-port", str(port)]
@@ -99,9 +116,11 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
     output = tmp_path / "demo.out"
     started = time.monotonic()
     deadline = started + TWO_MINUTES
+    env = {**os.environ, MARKER: marker, "PATH": f"{other_python(tmp_path)}:{os.environ['PATH']}"}
+    env.pop("PYSPARK_PYTHON", None)
     with output.open("w") as out:
         launcher = subprocess.Popen(
-            argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, MARKER: marker}
+            argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
     try:
         text = output.read_text
@@ -151,9 +170,15 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
         assert "java" in running.values(), "the ingest job's Spark JVM is not running"
         assert any("launcher.mock_cluster" in " ".join(p.cmdline()) for p in running)
     finally:
-        launcher.send_signal(signal.SIGINT)  # Ctrl-C
+        stopping = len(text())
+        os.killpg(launcher.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
         code = launcher.wait(timeout=STOP_TIMEOUT + 30)
-    assert code == 128 + signal.SIGINT
+    stop = text()[stopping:]
+    assert code == 0, f"vigia-stack exited {code} after Ctrl-C:\n{stop}"
+    assert "Traceback" not in text(), text()
+    components = ("exporter", "ingest", "simulator", "dashboard", "prometheus", "alertmanager")
+    for name in (*components, "receiver"):  # one line each
+        assert len(re.findall(rf"\| {name} stopped \(rc=(0|-15)\)", stop)) == 1, (name, stop)
     _, alive = psutil.wait_procs(list(running), timeout=5)
     leftovers = {(p.pid, running[p]) for p in alive}
     leftovers |= {(p.pid, name) for p, name in marked_processes(marker).items()}

@@ -1,5 +1,6 @@
 """The demo's own processes: the webhook receiver (one log line per alert of each notification)
-and the mock cluster's host (it serves a cluster and outlives no launcher)."""
+and the mock cluster's host (it serves a cluster laid out as Kafka's would be, and outlives no
+launcher)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,11 @@ while True:
         assert len(servers.split(",")) == 3
         metadata = Producer({"bootstrap.servers": servers}).list_topics(timeout=10)
         assert len(metadata.brokers) == 3 and len(metadata.topics["measure"].partitions) == 4
+        # Laid out as Kafka would: leaders are the preferred replicas, spread over every broker
+        # (the mock alone picks random leaders, and one broker as everyone's preferred leader).
+        partitions = metadata.topics["measure"].partitions.values()
+        assert all(p.leader == p.replicas[0] for p in partitions)
+        assert {p.leader for p in partitions} == {1, 2, 3}
         parent.kill()
         parent.wait()
         host.wait(timeout=10)  # raises if it is still running

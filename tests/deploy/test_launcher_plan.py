@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from launcher import cli, demo, plan
+from launcher import cli, demo, packages, plan, supervisor
 from launcher.prometheus_config import (
     BROKER_HOST,
     KNOWN_COMPOSE_HOSTS,
@@ -142,9 +145,9 @@ def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path:
         "dashboard",
         "prometheus",
     ]
-    assert demo.java_major('openjdk version "17.0.21.1" 2026-11-17') == 17
-    assert demo.java_major('java version "1.8.0_392"') == 8
-    assert demo.java_major("nothing") is None
+    assert packages.java_major('openjdk version "17.0.21.1" 2026-11-17') == 17
+    assert packages.java_major('java version "1.8.0_392"') == 8
+    assert packages.java_major("nothing") is None
 
 
 def test_invalid_plans_say_why(tmp_path: Path) -> None:
@@ -340,3 +343,54 @@ def test_a_missing_binary_is_skipped_unless_asked_for(tmp_path: Path) -> None:
     assert code == 0
     names = [line.split(":")[0] for line in (tmp_path / "Procfile").read_text().splitlines()]
     assert names == ["exporter", "ingest", "dashboard"]
+
+
+def test_a_port_in_time_wait_is_free_to_the_next_run() -> None:
+    """A previous run's closed connections (TIME-WAIT) do not keep its ports from the next."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        accepted.close()  # the server side closes first: its end waits in TIME-WAIT
+        client.close()
+    process = plan.Process(name="exporter", argv=(), port=port, health_path="/healthz")
+    cli._check_ports_free([process], "127.0.0.1")
+    with socket.create_server(("127.0.0.1", port)), pytest.raises(plan.PlanError, match="in use"):
+        cli._check_ports_free([process], "127.0.0.1")
+
+
+def test_ctrl_c_that_stopped_every_component_cleanly_exits_0() -> None:
+    sigint, sigterm = 128 + signal.SIGINT, 128 + signal.SIGTERM
+    assert supervisor.exit_status(sigint, [0, -signal.SIGTERM, 0]) == 0
+    assert supervisor.exit_status(sigterm, [0, 0]) == 0
+    assert supervisor.exit_status(sigint, [0, 1]) == sigint  # one failed to stop cleanly
+    assert supervisor.exit_status(sigint, [0, -signal.SIGKILL]) == sigint
+    assert supervisor.exit_status(1, [1, 0]) == 1  # a component exited by itself
+
+
+def test_a_component_that_ignores_sigterm_is_killed_once_and_the_stop_is_not_clean(
+    tmp_path: Path,
+) -> None:
+    import io
+    import threading
+
+    stubborn = plan.Process(
+        name="stubborn",
+        argv=("sh", "-c", "trap '' TERM; sleep 20 & wait"),
+        port=1,
+        health_path="/",
+    )
+    # honcho counts the stop timeout from the first process that stopped.
+    quick = plan.Process(name="quick", argv=("sleep", "20"), port=2, health_path="/")
+    output = io.StringIO()
+    # SIGTERM once the process runs (honcho handles it in this, the main, thread).
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    code = supervisor.run(
+        [stubborn, quick],
+        listen_address="127.0.0.1",
+        log_dir=tmp_path,
+        stop_timeout=1,
+        output=output,
+    )
+    assert code == 128 + signal.SIGTERM, output.getvalue()
+    assert output.getvalue().count("stubborn did not stop within 1 s: SIGKILL") == 1

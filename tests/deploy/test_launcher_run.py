@@ -20,8 +20,11 @@ from confluent_kafka import Producer
 
 from launcher import plan
 from tests.conftest import MockCluster, free_port
+from tests.scripts import console_script
 
-STOP_TIMEOUT = 5.0  # --stop-timeout: SIGKILL after this
+# --stop-timeout: SIGKILL after this. A clean stop (the exit status 0 the tests expect) takes
+# seconds on a loaded machine: the exporter finishes a collection, the ingest job a batch.
+STOP_TIMEOUT = 30.0
 START_DEADLINE = 120.0
 MARKER = "VIGIA_TEST_STACK_MARKER"
 
@@ -57,7 +60,7 @@ def marker() -> Iterator[str]:
             process.kill()
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(480)
 def test_stack_starts_every_component_and_stops_without_orphans(
     mock_cluster: MockCluster, tmp_path: Path, marker: str
 ) -> None:
@@ -72,7 +75,7 @@ def test_stack_starts_every_component_and_stops_without_orphans(
     ports = {c: free_port() for c in plan.COMPONENTS}
     run_dir = tmp_path / "run"
     argv = [
-        "vigia-stack",
+        console_script("vigia-stack"),
         "--bootstrap-servers",
         mock_cluster.bootstrap_servers,
         "--only",
@@ -138,9 +141,15 @@ def test_stack_starts_every_component_and_stops_without_orphans(
             break
         time.sleep(0.5)
     assert "java" in started.values(), "the ingest job's Spark JVM never started"
+    # A running stack is stopped (a job still starting Spark finishes starting first, which can
+    # outlast the stop timeout on a loaded machine).
+    while "ingest.job: ingesting" not in output.read_text() and time.monotonic() < deadline + 180:
+        time.sleep(0.5)
+    started = marked_processes(marker)
     assert len(started) > len(components)  # the launcher, honcho's workers and the components
     launcher.send_signal(signal.SIGTERM)
-    assert launcher.wait(timeout=STOP_TIMEOUT + 30) == 128 + signal.SIGTERM
+    code = launcher.wait(timeout=STOP_TIMEOUT + 30)
+    assert code == 0, "\n".join(output.read_text().splitlines()[-40:])  # stopped like a service
     _, alive = psutil.wait_procs(list(started), timeout=5)
     leftovers = {(p.pid, started[p]) for p in alive}
     leftovers |= {(p.pid, name) for p, name in marked_processes(marker).items()}

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.scripts import console_script
+
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 COMMANDS = [
@@ -25,8 +27,13 @@ FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
 
 
 def _flags(command: list[str]) -> set[str]:
+    script, *subcommand = command
     result = subprocess.run(
-        [*command, "--help"], capture_output=True, text=True, timeout=120, check=True
+        [console_script(script), *subcommand, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     return set(FLAG.findall(result.stdout)) - {"--help"}
 

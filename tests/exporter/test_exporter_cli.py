@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 
 from exporter.config import ConfigError, parse_config
 from exporter.granularity import DEFAULT, Granularity, Level, Replicas
+from tests.conftest import free_port
 
 
 def test_defaults() -> None:
@@ -169,3 +173,26 @@ def test_port_in_use_exits_2_with_one_line() -> None:
     assert result.stderr.splitlines() == [
         f"vigia-exporter: error: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_stops_the_exporter_with_status_0_and_no_traceback() -> None:
+    port = free_port()
+    argv = ["--bootstrap-servers", "127.0.0.1:1", "--port", str(port), "--no-probe"]
+    exporter = subprocess.Popen(
+        [sys.executable, "-m", "exporter.cli", *argv, "--log-level", "WARNING"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and exporter.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                break
+        except OSError:
+            time.sleep(0.2)
+    exporter.send_signal(signal.SIGINT)
+    output, _ = exporter.communicate(timeout=60)
+    assert exporter.returncode == 0, output
+    assert "Traceback" not in output, output

@@ -29,11 +29,13 @@ from tests.conftest import MockCluster, free_port, start_mock_cluster
 from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, exporter_thread, tcp_proxy, wait_for
 
-# What the mock lacks (DescribeGroups is never asked: ListGroups finds no group).
+# What the mock lacks (DescribeGroups is asked about the ingest job's group, which the exporter
+# names itself: ListGroups finds none).
 MOCK_CAPABILITIES = {
     "describe_cluster": 0,
     "describe_quorum": 0,
     "describe_configs": 0,
+    "describe_groups": 0,
     "describe_log_dirs": 0,
     "list_groups": 0,
 }
@@ -114,6 +116,8 @@ def test_exporter_process_against_the_mock_cluster(tmp_path: Path) -> None:
         doc = exp.get("/api/v1/cluster").json()
         readings = next(t for t in doc["topics"] if t["name"] == "readings")
         assert sum(p["latest_offset"] for p in readings["partitions"]) == 700
+        # The mock has no controller: its Metadata says 0, which is none of its brokers.
+        assert doc["cluster"]["controller_id"] is None
         assert doc["errors"] == [] and doc["capabilities"] == {
             k: bool(v) for k, v in sorted(MOCK_CAPABILITIES.items())
         }

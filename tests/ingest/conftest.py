@@ -17,19 +17,20 @@ from pyspark.sql import SparkSession
 from ingest.job import quiet_spark_logs, session_settings
 from ingest.simulator.cli import main as simulate
 from ingest.simulator.manifest import Manifest, load_manifest
+from ingest.spark_session import start_session
 
 TOPIC = "measure"
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    builder = SparkSession.builder.appName("vigia-ingest-tests")
-    for key, value in session_settings("local[2]").items():
-        builder = builder.config(key, value)
-    session = (
-        builder.config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
+    session = start_session(
+        "vigia-ingest-tests",
+        {
+            **session_settings("local[2]"),
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "4",
+        },
     )
     quiet_spark_logs(session, "INFO")
     yield session

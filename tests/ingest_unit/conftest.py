@@ -12,23 +12,25 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is n
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
 from ingest.schema import KAFKA_SOURCE_SCHEMA  # noqa: E402
+from ingest.spark_session import start_session  # noqa: E402
 
 KAFKA_TIME = dt.datetime(2026, 11, 20, 9, 20, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("vigia-ingest-unit")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        # Compiling each plan to bytecode is most of the time on rows this few (same results).
-        .config("spark.sql.codegen.wholeStage", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    session = start_session(
+        "vigia-ingest-unit",
+        {
+            "spark.master": "local[2]",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            # Compiling each plan to bytecode is most of the time on rows this few (same results).
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.session.timeZone": "UTC",
+        },
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session

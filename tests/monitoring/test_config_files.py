@@ -52,6 +52,19 @@ def test_promtool_unit_tests_pass() -> None:
     assert result.stdout.count("SUCCESS") == len(tests)
 
 
+def test_the_demo_alert_has_its_promtool_tests() -> None:
+    """launcher/demo-rules.yml is loaded beside the production rules by `vigia-stack --demo`."""
+    assert PROMTOOL is not None
+    tests = REPO / "launcher" / "demo-rules_test.yml"
+    result = run([PROMTOOL, "test", "rules", str(tests)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    rules = yaml.safe_load((REPO / "launcher" / "demo-rules.yml").read_text())["groups"]
+    alerts = {r["alert"] for g in rules for r in g["rules"] if "alert" in r}
+    cases = [c for t in yaml.safe_load(tests.read_text())["tests"] for c in t["alert_rule_test"]]
+    assert alerts == {c["alertname"] for c in cases if c["exp_alerts"]}
+    assert alerts == {c["alertname"] for c in cases if not c["exp_alerts"]}
+
+
 def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
     fires, quiet = set(), set()
     for path in sorted((PROMETHEUS_DIR / "tests").glob("*.yml")):

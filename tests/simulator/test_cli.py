@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import shutil
 import signal
 import subprocess
 import time
@@ -22,6 +21,7 @@ from ingest.schema import MAGNITUDES, REASONS
 from ingest.simulator.cli import main
 from ingest.simulator.generator import generate_day
 from tests.conftest import MockCluster, free_port
+from tests.scripts import console_script
 
 DAY = dt.date(2026, 11, 20)
 
@@ -125,8 +125,7 @@ def _read_topic(bootstrap: str, topic: str, expected: int) -> list[tuple[bytes, 
 def test_backfill_to_the_mock_cluster_matches_manifest_and_metrics(
     mock_cluster: MockCluster, tmp_path: Path
 ) -> None:
-    script = shutil.which("vigia-simulate")
-    assert script, "the vigia-simulate console script is not installed (pip install -e .)"
+    script = console_script("vigia-simulate")
     manifest_path, port, meters = tmp_path / "manifest.json", free_port(), 20
     command = [
         script,
