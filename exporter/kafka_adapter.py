@@ -20,12 +20,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # documented path, no __all__
     AdminClient,
     ConfigResource,
@@ -44,6 +44,7 @@ from common.kafka_config import to_kafka_python
 from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from common.kafka_errors import AUTHORIZATION, kind_of
 from exporter.capabilities import CapabilityTracker, is_unsupported
+from exporter.coordinator_requests import CoordinatorRequests
 from exporter.filters import Filters
 from exporter.kafka_python_log import quiet_kafka_python
 from exporter.snapshot import (
@@ -88,6 +89,22 @@ LEGACY_CAPABILITIES = ("describe_cluster", "describe_quorum", "describe_log_dirs
 # metadata before its APIs count as unavailable (librdkafka's mock answers kafka-python's
 # ApiVersions request in a form it cannot decode): once could be a blip.
 LEGACY_BOOTSTRAP_FAILURES_BEFORE_OFF = 2
+# Answers that are right again a moment later; librdkafka does not flag all of them retriable.
+RETRIABLE = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+    }
+)
+RETRY_BACKOFF_SECONDS = 0.25
 
 
 def error_text(exc: object) -> str:
@@ -101,6 +118,13 @@ def error_text(exc: object) -> str:
     return text if text.startswith(f"{name}:") else f"{name}: {text}"
 
 
+def _retriable(exc: object) -> bool:
+    """An answer worth asking again for within the collection: a leader or coordinator that is
+    moving, loading or not yet known (every broker restart and controller failover)."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() in RETRIABLE)
+
+
 class Deadline:
     def __init__(self, seconds: float) -> None:
         self._end = time.monotonic() + seconds
@@ -109,6 +133,9 @@ class Deadline:
         """Seconds left (minus `reserve`), never zero: a call with no time left fails fast
         instead of blocking."""
         return max(0.05, self._end - time.monotonic() - reserve)
+
+    def passed(self, reserve: float = 0.0) -> bool:
+        return time.monotonic() >= self._end - reserve
 
 
 @dataclass
@@ -168,14 +195,15 @@ class KafkaAdapter:
         # librdkafka's own log lines go through Python logging like everything else, and name
         # authentication and TLS failures (see common.kafka_diagnostics).
         self._diagnostics = KafkaDiagnostics(options, "exporter.librdkafka")
-        self._admin = admin_factory(
-            {
-                "client.id": CLIENT_ID,
-                **self._diagnostics.client_config(),
-                **options,
-                "bootstrap.servers": bootstrap_servers,
-            }
-        )
+        admin_config = {
+            "client.id": CLIENT_ID,
+            **self._diagnostics.client_config(),
+            **options,
+            "bootstrap.servers": bootstrap_servers,
+        }
+        self._admin = admin_factory(admin_config)
+        # A client of their own: it is replaced when its requests stay out too long.
+        self._coordinator = CoordinatorRequests(lambda: admin_factory(admin_config))
         self._legacy_config: dict[str, Any] = {
             "client_id": CLIENT_ID,
             **to_kafka_python(options),
@@ -192,6 +220,7 @@ class KafkaAdapter:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._coordinator.close()
         if self._legacy is not None:
             try:
                 self._legacy.close()
@@ -261,9 +290,6 @@ class KafkaAdapter:
 
         quorum, racks = _result(cluster, deadline, phases, "cluster", (None, {}), launched)
         broker_dirs = _result(log_dirs, deadline, phases, "log_dirs", (), launched)
-        for b in broker_dirs:
-            if b.error is not None:
-                phases.fail("log_dirs", f"broker {b.broker}: {b.error}")
         group_list = _result(groups, deadline, phases, "groups", (), launched)
 
         broker_default, topic_configs = configs
@@ -388,41 +414,26 @@ class KafkaAdapter:
             phases.timed("offsets", started)
             return {}
         results: dict[str, dict[tuple[str, int], int]] = {"earliest": {}, "latest": {}}
-        futures: dict[str, Future[Mapping[Any, Any]]] = {}  # "kind/chunk"
         failures: list[str] = []
         specs = {
             "earliest": OffsetSpec.earliest(),  # type: ignore[no-untyped-call]
             "latest": OffsetSpec.latest(),  # type: ignore[no-untyped-call]
         }
-        # librdkafka's ListOffsets costs more than linearly in the partitions of one call.
-        chunks = [tps[i : i + OFFSETS_PER_CALL] for i in range(0, len(tps), OFFSETS_PER_CALL)]
-        for kind, spec in specs.items():
-            for n, chunk in enumerate(chunks):
-                try:
-                    futures[f"{kind}/{n}"] = _list_offsets(
-                        self._admin, chunk, spec, deadline.remaining()
-                    )
-                except Exception as exc:
-                    failures.append(f"{kind}: {error_text(exc)}")
-        wait(futures.values(), timeout=deadline.remaining())
-        answered = dict.fromkeys(specs, 0)
-        for key, future in futures.items():
-            kind = key.partition("/")[0]
-            try:
-                answers = future.result(timeout=0)
-            except Exception as exc:
-                failures.append(f"{kind}: {error_text(exc)}")
-                continue
-            found = results[kind]
-            answered[kind] += len(answers)
-            for tp, answer in answers.items():
-                if isinstance(answer, BaseException | KafkaError):
-                    failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(answer)}")
-                else:
-                    found[(tp.topic, tp.partition)] = answer.offset
-        for kind, count in answered.items():
-            if count < len(tps):
-                failures.append(f"{kind}: {len(tps) - count} partitions not answered")
+        asked = dict.fromkeys(specs, tps)
+        while True:
+            retry = self._offsets_round(asked, specs, deadline, results, failures)
+            # A leader that is moving (UNKNOWN_LEADER_EPOCH, NOT_LEADER...) answers a moment
+            # later: asked again within the collection, the rest reported.
+            if not any(retry.values()) or deadline.passed(RETRY_BACKOFF_SECONDS):
+                failures.extend(f"{k} {e}" for k, errors in retry.items() for e in errors.values())
+                break
+            time.sleep(RETRY_BACKOFF_SECONDS)
+            asked = {kind: list(errors) for kind, errors in retry.items()}
+        for kind, found in results.items():
+            if len(found) < len(tps):
+                missing = len(tps) - len(found) - sum(f.startswith(kind) for f in failures)
+                if missing > 0:
+                    failures.append(f"{kind}: {missing} partitions not answered")
         if failures:
             phases.fail("offsets", _summary(failures, 2 * len(tps), "partition offsets"))
         phases.timed("offsets", started)
@@ -430,6 +441,45 @@ class KafkaAdapter:
             key: (results["earliest"].get(key), results["latest"].get(key))
             for key in results["earliest"].keys() | results["latest"].keys()
         }
+
+    def _offsets_round(
+        self,
+        asked: Mapping[str, list[TopicPartition]],
+        specs: Mapping[str, OffsetSpec],
+        deadline: Deadline,
+        results: dict[str, dict[tuple[str, int], int]],
+        failures: list[str],
+    ) -> dict[str, dict[TopicPartition, str]]:
+        """One ListOffsets call per kind and 500 partitions; answers go to `results`, failures
+        to `failures`, and the partitions answered with a retriable error are returned."""
+        futures: dict[tuple[str, int], Future[Mapping[Any, Any]]] = {}
+        for kind, tps in asked.items():
+            # librdkafka's ListOffsets costs more than linearly in the partitions of one call.
+            for n in range(0, len(tps), OFFSETS_PER_CALL):
+                chunk = tps[n : n + OFFSETS_PER_CALL]
+                try:
+                    futures[(kind, n)] = _list_offsets(
+                        self._admin, chunk, specs[kind], deadline.remaining()
+                    )
+                except Exception as exc:
+                    failures.append(f"{kind}: {error_text(exc)}")
+        wait(futures.values(), timeout=deadline.remaining())
+        retry: dict[str, dict[TopicPartition, str]] = {kind: {} for kind in asked}
+        for (kind, _), future in futures.items():
+            try:
+                answers = future.result(timeout=0)
+            except Exception as exc:
+                failures.append(f"{kind}: {error_text(exc)}")
+                continue
+            found = results[kind]
+            for tp, answer in answers.items():
+                if _retriable(answer):
+                    retry[kind][tp] = f"{tp.topic}-{tp.partition}: {error_text(answer)}"
+                elif isinstance(answer, BaseException | KafkaError):
+                    failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(answer)}")
+                else:
+                    found[(tp.topic, tp.partition)] = answer.offset
+        return retry
 
     # -- consumer groups (runs on the pool) -------------------------------------------------
 
@@ -447,28 +497,8 @@ class KafkaAdapter:
             phases.timed("groups", started)
             return ()
 
-        described: dict[str, Future[Any]] = {}
-        try:
-            if self._capabilities.should_ask("describe_groups"):
-                described = self._admin.describe_consumer_groups(
-                    group_ids, request_timeout=deadline.remaining()
-                )
-        except Exception as exc:
-            if not self._unsupported("describe_groups", exc):
-                phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
-        offsets: dict[str, Future[Any]] = {}
+        described, offsets = self._ask_groups(group_ids, deadline, phases)
         offset_failures: dict[str, str] = {}
-        for group_id in group_ids:
-            try:
-                offsets.update(
-                    self._admin.list_consumer_group_offsets(
-                        [ConsumerGroupTopicPartitions(group_id)],
-                        request_timeout=deadline.remaining(),
-                    )
-                )
-            except Exception as exc:
-                offset_failures[group_id] = error_text(exc)
-        wait([*described.values(), *offsets.values()], timeout=deadline.remaining())
 
         groups = []
         describe_failures: dict[str, str] = {}
@@ -504,6 +534,44 @@ class KafkaAdapter:
         phases.timed("groups", started)
         phases.timed("group_offsets", started)
         return tuple(groups)
+
+    def _ask_groups(
+        self, group_ids: list[str], deadline: Deadline, phases: _Phases
+    ) -> tuple[dict[str, Future[Any]], dict[str, Future[Any]]]:
+        """DescribeGroups and OffsetFetch futures by group, answered or not when the deadline
+        comes; a group answered with a retriable error (its coordinator moving or loading) is
+        asked again while time is left."""
+        kinds: dict[str, dict[str, Future[Any]]] = {"describe": {}, "offsets": {}}
+
+        def ask(kind: str, ids: list[str]) -> None:
+            if kind == "offsets":
+                kinds[kind].update(self._coordinator.offsets(ids))
+                return
+            try:
+                if self._capabilities.should_ask("describe_groups"):
+                    kinds[kind].update(self._coordinator.describe(ids))
+            except Exception as exc:
+                if not self._unsupported("describe_groups", exc):
+                    phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
+
+        for kind in kinds:
+            ask(kind, group_ids)
+        while not deadline.passed(RETRY_BACKOFF_SECONDS):
+            retry = {
+                kind: [g for g, f in futures.items() if f.done() and _retriable(f.exception())]
+                for kind, futures in kinds.items()
+            }
+            pending = [f for futures in kinds.values() for f in futures.values() if not f.done()]
+            if any(retry.values()):
+                time.sleep(RETRY_BACKOFF_SECONDS)
+                for kind, ids in retry.items():
+                    if ids:
+                        ask(kind, ids)
+            elif pending:
+                wait(pending, timeout=deadline.remaining(), return_when=FIRST_COMPLETED)
+            else:
+                break
+        return kinds["describe"], kinds["offsets"]
 
     def _list_groups(self, deadline: Deadline, phases: _Phases) -> list[str]:
         listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
@@ -582,6 +650,8 @@ class KafkaAdapter:
         client = legacy.result(timeout=deadline.remaining())
         if client is None or not self._capabilities.should_ask("describe_log_dirs"):
             return ()
+        broker_ids = list(broker_ids)
+        _align_legacy_metadata(client, broker_ids, deadline)
         calls = {b: self._pool.submit(client.describe_log_dirs, brokers=[b]) for b in broker_ids}
         # Stop waiting for slow brokers a little before the phase itself is given up, so that
         # the brokers that answered are kept and only the slow ones are reported.
@@ -596,6 +666,22 @@ class KafkaAdapter:
                 if not self._unsupported("describe_log_dirs", exc):
                     results.append(BrokerLogDirs(broker, error_text(exc), ()))
         return tuple(results)
+
+
+def _align_legacy_metadata(client: Any, broker_ids: list[int], deadline: Deadline) -> None:
+    """kafka-python learns of a broker that came back only at its next metadata refresh (up to
+    `metadata_max_age_ms`, 5 minutes), librdkafka at once; asked before that, the broker fails
+    with UnknownBrokerIdError (issue 20 §1). So kafka-python refreshes whenever librdkafka's
+    metadata has a broker it lacks, and the collection waits for that a bounded time."""
+    cluster = getattr(getattr(client, "_manager", None), "cluster", None)
+    if cluster is None:  # a test double, or another client version: asked as it is
+        return
+    known = {b.node_id for b in cluster.brokers()}
+    if known.issuperset(broker_ids):
+        return
+    refreshed = threading.Event()
+    cluster.request_update().add_both(lambda _: refreshed.set())
+    refreshed.wait(deadline.remaining(reserve=2 * PER_BROKER_RESERVE_SECONDS))
 
 
 def _list_offsets(

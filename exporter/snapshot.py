@@ -198,6 +198,11 @@ class ClusterSnapshot:
         return frozenset(e.phase for e in self.errors)
 
     @property
+    def broker_failures(self) -> dict[tuple[int, str], str]:
+        """(broker, phase) -> error, for the per-broker answers that could not be had."""
+        return {(b.broker, "log_dirs"): b.error for b in self.log_dirs if b.error is not None}
+
+    @property
     def has_metadata(self) -> bool:
         """Brokers and topics were read (an empty list then really means none)."""
         return not self.failed_phases & {"metadata", COLLECTION_PHASE}
