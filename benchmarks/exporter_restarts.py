@@ -156,7 +156,7 @@ def exporter(bootstrap: str, workdir: Path, interval: float) -> Iterator[tuple[s
         argv, stdout=out, stderr=subprocess.STDOUT, env=env, preexec_fn=allow_cores
     )
     handle = LoggedProcess("exporter", argv, workdir / "exporter.log", env)
-    handle._process = process  # noqa: SLF001  # reuse its stop-by-PID with a deadline
+    handle._process = process  # reuse its stop-by-PID with a deadline
     try:
         yield f"http://127.0.0.1:{port}", handle
     finally:
@@ -229,7 +229,7 @@ def drill(cluster: KafkaCluster, workdir: Path, args: argparse.Namespace) -> Non
             stop.set()
             scraper.join(10)
             alive = process.running
-    code = None if alive else process._process.returncode  # noqa: SLF001
+    code = None if alive else process._process.returncode
     cores = sorted(str(p) for p in workdir.glob("core*"))
     print(
         f"restarts {restarts}, controller failovers {failovers}, exporter alive "

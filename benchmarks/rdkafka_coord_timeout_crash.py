@@ -9,8 +9,9 @@ which `rd_kafka_coord_req_fail` hands the freed `enq_once` to `rd_kafka_admin_co
 `rd_kafka_enq_once_del_source_return: Assertion 'eonce->refcnt > 0' failed` (or a segfault).
 
 Here: a 3-node cluster (the harness's), a client bootstrapped on one node only, that node
-stopped, one `list_consumer_group_offsets(request_timeout=2)` that times out, the node started
-again. The client process aborts within seconds of the node's return (librdkafka 2.16.0).
+stopped, `--requests` `list_consumer_group_offsets(request_timeout=2)` calls that time out, the
+node started again. The client process aborts within seconds of the node's return (librdkafka
+2.16.0). `--mode long` and `--mode retire` run the exporter's way instead: the client survives.
 
     PYTHONPATH=. python -m benchmarks.rdkafka_coord_timeout_crash \
         --kafka-home /work/shared/kafka/kafka_2.13-4.0.0
@@ -34,16 +35,23 @@ from concurrent.futures import wait
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka.admin import AdminClient
 admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+mode = sys.argv[4]
 futures = [
     f
     for n in range(int(sys.argv[3]))
     for f in admin.list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(f"reproducer-group-{n}")], request_timeout=2
+        [ConsumerGroupTopicPartitions(f"reproducer-group-{n}")],
+        request_timeout=2 if mode == "timeout" else 3600,
     ).values()
 ]
-wait(futures, timeout=10)
-print(f"{sum(f.exception() is not None for f in futures)} of {len(futures)} requests timed out",
-      flush=True)
+wait(futures, timeout=5)
+print(f"{sum(f.done() for f in futures)} of {len(futures)} requests ended ({mode})", flush=True)
+if mode == "retire":  # the exporter's way out: the client holding them is destroyed
+    del admin, futures
+    import gc
+    gc.collect()
+    print("client destroyed with its requests out", flush=True)
+    admin = AdminClient({"bootstrap.servers": sys.argv[1]})
 deadline = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < deadline:
     try:
@@ -93,6 +101,14 @@ def main() -> None:
         "--requests", type=int, default=200, help="groups asked for, one request each"
     )
     parser.add_argument("--gdb", action="store_true", help="run the client under gdb")
+    parser.add_argument(
+        "--mode",
+        choices=("timeout", "long", "retire"),
+        default="timeout",
+        help="timeout: request_timeout 2 s (the crash); long: librdkafka's longest timeout and the "
+        "wait bounded in Python (the exporter's way); retire: long, then the client destroyed "
+        "while its requests are out",
+    )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="rdkafka-coord-"))
     cluster = KafkaCluster(args.kafka_home, workdir)
@@ -100,7 +116,7 @@ def main() -> None:
         cluster.start_all()
         bootstrap = f"127.0.0.1:{cluster.ports[args.node].plaintext}"
         cluster.stop(args.node)
-        argv = [sys.executable, "-c", CLIENT, bootstrap, "180", str(args.requests)]
+        argv = [sys.executable, "-c", CLIENT, bootstrap, "180", str(args.requests), args.mode]
         if args.gdb:  # the aborting thread's stack, printed by gdb when the signal arrives
             argv = ["gdb", "-q", "-batch", "-ex", "run", "-ex", "bt 14", "--args", *argv]
         client = subprocess.Popen(
