@@ -1,7 +1,7 @@
 """Broker restarts and KRaft controller failovers under one exporter process (issue 20 §0, §1).
 
-Starts the harness's 3-node cluster (tests/realstack) with its tenants (topics, lagging groups,
-live traffic) plus `--groups` more groups with committed offsets, one `vigia-exporter` at its
+Starts the harness's 3-node cluster (tests/realstack), `--topics` topics of 40 partitions with a
+live producer, `--groups` groups with committed offsets (lag), one `vigia-exporter` at its
 defaults (probe on) under PYTHONFAULTHANDLER=1 with core dumps allowed, scrapes /metrics every
 second, and restarts brokers one after another: `--restarts` stops of a broker that is not the
 active controller, then `--failovers` stops of the active controller (the KRaft quorum leader),
@@ -28,21 +28,24 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
 from common.logs import setup_logging
+from exporter.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
 from tests.realstack.kafka_cluster import NODES, KafkaCluster
 from tests.realstack.process import LoggedProcess
-from tests.realstack.tenants import PARTITIONS, TOPICS
+
+PARTITIONS = 40
 
 log = logging.getLogger("benchmarks.exporter_restarts")
 
@@ -84,20 +87,49 @@ def scrape_loop(url: str, stop: threading.Event, into: Scrapes) -> None:
             into.down.append((now - began, str(errors)[:300]))
 
 
-def seed_groups(bootstrap: str, count: int) -> None:
-    """`count` groups that committed half of a tenant topic's partitions (no members)."""
+def seed(bootstrap: str, topics: list[str], groups: int) -> None:
+    """The topics, and `groups` groups that committed offsets on one of them (no members)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = []
-    for n in range(count):
-        topic = TOPICS[n % len(TOPICS)]
-        offsets = [TopicPartition(topic, p, 10 + n) for p in range(0, PARTITIONS, 2)]
-        futures.extend(
-            admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(f"drill-group-{n}", offsets)], request_timeout=60
-            ).values()
-        )
-    for future in futures:
-        future.result(timeout=120)
+    for future in admin.create_topics(
+        [NewTopic(t, PARTITIONS, 3) for t in topics], request_timeout=120
+    ).values():
+        future.result(timeout=180)
+    pending = [f"drill-group-{n}" for n in range(groups)]
+    deadline = time.monotonic() + 300
+    # A fresh cluster's coordinators are still loading; librdkafka must never time these requests
+    # out itself (exporter/coordinator_requests.py: that aborts this process too).
+    while pending and time.monotonic() < deadline:
+        futures = {
+            group: admin.alter_consumer_group_offsets(
+                [
+                    ConsumerGroupTopicPartitions(
+                        group, [TopicPartition(topics[n % len(topics)], p, 1) for p in range(20)]
+                    )
+                ],
+                request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
+            )[group]
+            for n, group in enumerate(pending)
+        }
+        wait(futures.values(), timeout=120)
+        pending = [g for g, f in futures.items() if not f.done() or f.exception() is not None]
+        time.sleep(1)
+    if pending:
+        raise RuntimeError(f"{len(pending)} groups could not commit")
+
+
+def produce(bootstrap: str, topics: list[str], stop: threading.Event) -> None:
+    """Live traffic: 200 messages a second over the topics, through every restart."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    sent = 0
+    while not stop.wait(0.1):
+        for _ in range(20):
+            try:
+                producer.produce(topics[sent % len(topics)], b"{}")
+            except BufferError:
+                break
+            sent += 1
+        producer.poll(0)
+    producer.flush(10)
 
 
 def quorum_leader(bootstrap: str) -> int:
@@ -171,7 +203,8 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=30, help="stops of non-controller brokers")
     parser.add_argument("--failovers", type=int, default=5, help="stops of the active controller")
     parser.add_argument("--down-seconds", type=float, default=30.0)
-    parser.add_argument("--groups", type=int, default=300, help="groups besides the tenants'")
+    parser.add_argument("--groups", type=int, default=300)
+    parser.add_argument("--topics", type=int, default=8)
     parser.add_argument("--collection-interval", type=float, default=5.0)
     parser.add_argument("--in-sync-timeout", type=float, default=180.0)
     args = parser.parse_args()
@@ -179,23 +212,18 @@ def main() -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="vigia-restarts-"))
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = KafkaCluster(args.kafka_home, workdir / "kafka")
-    tenants = None
+    stop = threading.Event()
     try:
         cluster.start_all()
-        tenants = LoggedProcess(
-            "tenants",
-            [sys.executable, "-m", "tests.realstack.tenants", cluster.bootstrap],
-            workdir / "tenants.out",
-            os.environ,
-        )
-        tenants.launch()
-        tenants.wait_for_line("tenants ready", 300)
-        seed_groups(cluster.bootstrap, args.groups)
+        topics = [f"drill-{n}" for n in range(args.topics)]
+        seed(cluster.bootstrap, topics, args.groups)
+        threading.Thread(
+            target=produce, args=(cluster.bootstrap, topics, stop), daemon=True
+        ).start()
         log.info("cluster up at %s, workdir %s", cluster.bootstrap, workdir)
         drill(cluster, workdir, args)
     finally:
-        if tenants is not None:
-            tenants.stop(30)
+        stop.set()
         cluster.close()
 
 

@@ -152,7 +152,9 @@ def test_a_hanging_call_is_bounded_by_the_collection_timeout() -> None:
         fake.released.set()
         adapter.close()
     assert elapsed < 1.5
-    assert collected.failed_phases == {"offsets", "log_dirs"}
+    # A broker that does not answer for its log dirs is a fact about that broker (issue 20 §1).
+    assert collected.failed_phases == {"offsets"}
+    assert set(collected.broker_failures) == {(b.id, "log_dirs") for b in collected.brokers}
     assert all(p.latest_offset is None for t in collected.topics for p in t.partitions)
     assert collected.groups and collected.quorum is not None  # the other phases still answered
 
@@ -233,7 +235,8 @@ def test_a_slow_broker_delays_and_hides_only_its_own_log_dirs() -> None:
         fake.released.set()
         adapter.close()
     assert elapsed < 2.0
-    assert [(e.phase, e.message) for e in collected.errors] == [("log_dirs", "broker 2: timed out")]
+    assert collected.errors == ()  # up stays 1: broker 2's answer is its own
+    assert collected.broker_failures == {(2, "log_dirs"): "timed out"}
     assert [(b.broker, b.error is None) for b in collected.log_dirs] == [
         (1, True),
         (2, False),
