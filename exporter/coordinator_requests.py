@@ -1,4 +1,5 @@
-"""Group requests (DescribeGroups, OffsetFetch) sent so that librdkafka cannot crash the exporter.
+"""Group requests (DescribeGroups; OffsetFetch where kafka-python cannot connect) sent so that
+librdkafka cannot crash the exporter.
 
 librdkafka sends these to each group's coordinator through `rd_kafka_coord_req`. When such an
 admin request's own timeout fires while librdkafka is still waiting for a usable coordinator (no

@@ -4,11 +4,12 @@ Requests per collection grow with brokers and groups, never with partitions:
 - confluent-kafka AdminClient: one Metadata (`list_topics`), one DescribeConfigs for all topics and
   one for a broker's defaults, one ListOffsets call for the earliest and one for the latest offsets
   of every partition (librdkafka sends one request per leader broker), ListGroups, one batched
-  DescribeGroups, and one OffsetFetch (`list_consumer_group_offsets`) per group;
+  DescribeGroups (from an admin client of its own, exporter.coordinator_requests);
 - kafka-python KafkaAdminClient (confluent-kafka lacks these): DescribeLogDirs once per broker in
   the metadata, so one failing or slow broker hides nothing else (a broker absent from the
   metadata is down: it is not asked), and DescribeQuorum for the real KRaft controller plus
-  DescribeCluster for racks.
+  DescribeCluster for racks, and OffsetFetch, one per coordinator for all its groups (librdkafka's
+  admin OffsetFetch segfaults when the coordinator moved, see `_ask_groups`).
 Phases run concurrently after the metadata call and each failure stays in its phase: its data is
 missing from the snapshot and its error is listed. Every wait is bounded by the collection deadline.
 An API the cluster does not support is a capability it lacks (exporter.capabilities), not an error.
@@ -25,7 +26,12 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # documented path, no __all__
     AdminClient,
     ConfigResource,
@@ -121,6 +127,8 @@ def error_text(exc: object) -> str:
 def _retriable(exc: object) -> bool:
     """An answer worth asking again for within the collection: a leader or coordinator that is
     moving, loading or not yet known (every broker restart and controller failover)."""
+    if isinstance(exc, kafka_errors.KafkaError):  # kafka-python's own flag
+        return bool(exc.retriable)
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
     return isinstance(error, KafkaError) and (error.retriable() or error.code() in RETRIABLE)
 
@@ -284,7 +292,7 @@ class KafkaAdapter:
             sorted(brokers),
             deadline,
         )
-        groups = self._pool.submit(self._groups, deadline, phases)
+        groups = self._pool.submit(self._groups, legacy, deadline, phases)
         configs = self._configs(topics, sorted(brokers), deadline, phases)
         offsets = self._offsets(topics, deadline, phases)
 
@@ -483,7 +491,9 @@ class KafkaAdapter:
 
     # -- consumer groups (runs on the pool) -------------------------------------------------
 
-    def _groups(self, deadline: Deadline, phases: _Phases) -> tuple[ConsumerGroup, ...]:
+    def _groups(
+        self, legacy: Future[Any], deadline: Deadline, phases: _Phases
+    ) -> tuple[ConsumerGroup, ...]:
         started = time.monotonic()
         ids: set[str] = set()
         try:
@@ -497,7 +507,11 @@ class KafkaAdapter:
             phases.timed("groups", started)
             return ()
 
-        described, offsets = self._ask_groups(group_ids, deadline, phases)
+        try:
+            client = legacy.result(timeout=deadline.remaining())
+        except Exception:  # the cluster phase reports kafka-python's failure
+            client = None
+        described, offsets = self._ask_groups(group_ids, client, deadline, phases)
         offset_failures: dict[str, str] = {}
 
         groups = []
@@ -536,16 +550,24 @@ class KafkaAdapter:
         return tuple(groups)
 
     def _ask_groups(
-        self, group_ids: list[str], deadline: Deadline, phases: _Phases
+        self, group_ids: list[str], client: Any, deadline: Deadline, phases: _Phases
     ) -> tuple[dict[str, Future[Any]], dict[str, Future[Any]]]:
         """DescribeGroups and OffsetFetch futures by group, answered or not when the deadline
         comes; a group answered with a retriable error (its coordinator moving or loading) is
-        asked again while time is left."""
+        asked again while time is left.
+
+        OffsetFetch goes through kafka-python (`client`) when it can connect: librdkafka 2.16's
+        admin OffsetFetch dereferences the consumer group of a client that has none when the
+        answer is NOT_COORDINATOR or another coordinator error (a segfault in rdk:main,
+        `rd_kafka_cgrp_op` from `rd_kafka_handle_OffsetFetch`; confluentinc/librdkafka#5040),
+        which every broker stop provokes. Without kafka-python (librdkafka's mock cluster) it goes
+        through librdkafka."""
         kinds: dict[str, dict[str, Future[Any]]] = {"describe": {}, "offsets": {}}
 
         def ask(kind: str, ids: list[str]) -> None:
             if kind == "offsets":
-                kinds[kind].update(self._coordinator.offsets(ids))
+                requests = self._coordinator if client is None else self._legacy_offsets(client)
+                kinds[kind].update(requests.offsets(ids))
                 return
             try:
                 if self._capabilities.should_ask("describe_groups"):
@@ -572,6 +594,9 @@ class KafkaAdapter:
             else:
                 break
         return kinds["describe"], kinds["offsets"]
+
+    def _legacy_offsets(self, client: Any) -> _LegacyGroupOffsets:
+        return _LegacyGroupOffsets(client, self._pool)
 
     def _list_groups(self, deadline: Deadline, phases: _Phases) -> list[str]:
         listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
@@ -666,6 +691,53 @@ class KafkaAdapter:
                 if not self._unsupported("describe_log_dirs", exc):
                     results.append(BrokerLogDirs(broker, error_text(exc), ()))
         return tuple(results)
+
+
+class _LegacyGroupOffsets:
+    """Committed offsets through kafka-python: one OffsetFetch per coordinator for all its groups,
+    and, when that call fails (kafka-python fails it whole for one group's error), one per group so
+    that each failure stays with its group. Futures by group, resolved on `pool`."""
+
+    def __init__(self, client: Any, pool: ThreadPoolExecutor) -> None:
+        self._client = client
+        self._pool = pool
+
+    def offsets(self, group_ids: list[str]) -> dict[str, Future[Any]]:
+        futures: dict[str, Future[Any]] = {g: Future() for g in group_ids}
+        self._pool.submit(self._all, group_ids, futures)
+        return futures
+
+    def _all(self, group_ids: list[str], futures: dict[str, Future[Any]]) -> None:
+        try:
+            answered = self._client.list_group_offsets(group_ids)
+        except Exception:
+            for group_id in group_ids:
+                self._pool.submit(self._one, group_id, futures[group_id])
+            return
+        for group_id in group_ids:
+            _settle(futures[group_id], group_id, answered)
+
+    def _one(self, group_id: str, future: Future[Any]) -> None:
+        try:
+            answered = self._client.list_group_offsets([group_id])
+        except Exception as exc:
+            future.set_exception(exc)
+            return
+        _settle(future, group_id, answered)
+
+
+def _settle(future: Future[Any], group_id: str, answered: Mapping[str, Any]) -> None:
+    if group_id in answered:
+        future.set_result(_committed(group_id, answered[group_id]))
+    else:
+        future.set_exception(RuntimeError(f"OffsetFetch: no answer for group {group_id}"))
+
+
+def _committed(group_id: str, offsets: Mapping[Any, Any]) -> ConsumerGroupTopicPartitions:
+    """kafka-python's {TopicPartition: OffsetAndMetadata} in confluent-kafka's form."""
+    return ConsumerGroupTopicPartitions(
+        group_id, [TopicPartition(tp.topic, tp.partition, om.offset) for tp, om in offsets.items()]
+    )
 
 
 def _align_legacy_metadata(client: Any, broker_ids: list[int], deadline: Deadline) -> None:

@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from exporter.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.realstack.targets import BrokerControl
@@ -77,21 +79,29 @@ def groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
     topic = f"vigia-it-{uuid.uuid4().hex[:8]}"
     admin.create_topics([NewTopic(topic, PARTITIONS, 3)], request_timeout=60)[topic].result(60)
     names = [f"{topic}-g{n}" for n in range(GROUPS)]
-    futures = [
-        f
-        for name in names
-        for f in admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(name, [TopicPartition(topic, p, 0) for p in range(3)])],
-            request_timeout=60,
-        ).values()
-    ]
-    for future in futures:
-        future.result(timeout=120)
+    # librdkafka must never time group requests out itself: that aborts the process
+    # (exporter/coordinator_requests.py); the waits are bounded here instead.
+    committed = [TopicPartition(topic, p, 0) for p in range(3)]
+    pending = names
+    deadline = time.monotonic() + DEADLINE
+    while pending and time.monotonic() < deadline:  # coordinators of a new cluster still load
+        futures = {
+            name: admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(name, committed)],
+                request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
+            )[name]
+            for name in pending
+        }
+        wait(futures.values(), timeout=60)
+        pending = [n for n, f in futures.items() if not f.done() or f.exception() is not None]
+    assert not pending, f"{len(pending)} groups could not commit"
     try:
         yield names
     finally:
-        for future in admin.delete_consumer_groups(names, request_timeout=60).values():
-            future.exception(timeout=60)  # best effort: a broker may just be starting
+        deleted = admin.delete_consumer_groups(
+            names, request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT
+        ).values()
+        wait(deleted, timeout=60)  # best effort: a broker may just be starting
         admin.delete_topics([topic], request_timeout=60)[topic].exception(timeout=60)
 
 
