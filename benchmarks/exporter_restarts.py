@@ -247,7 +247,7 @@ def drill(cluster: KafkaCluster, workdir: Path, args: argparse.Namespace) -> Non
                 log.info("step %d/%d: stopping %s %d", step, len(plan), kind, node)
                 cluster.stop(node)
                 time.sleep(args.down_seconds)
-                cluster.start(node)
+                cluster.start(node, timeout=600)  # a loaded machine: minutes
                 restarts += kind == "broker"
                 failovers += kind == "controller"
                 synced = wait_in_sync(cluster.bootstrap, args.in_sync_timeout)

@@ -12,16 +12,20 @@ upstream confluentinc/librdkafka#4605).
 
 So librdkafka never times these requests out: they are sent with its longest request timeout
 (one hour), the collection stops waiting for them at its own deadline, and a group whose request
-is still out is not asked again until it is answered (one request per group and kind in flight,
-however long a coordinator is away). Before any request could reach librdkafka's timeout, the
-client that holds it is retired: destroying a client fails its pending lookups without calling
-back into them, which is safe. Late answers are dropped: the offsets of an earlier moment,
-compared with the collection's newer end offsets, would overstate lag.
+is still out is not asked again until it is answered (one request per group and kind in flight).
+A request unanswered for `RETIRE_AFTER_SECONDS` retires the client that holds it: librdkafka keeps
+a group's coordinator cached and, while that broker is down, asks again which broker coordinates
+only on a broker state change, so such requests wait minutes; a fresh client looks the coordinator
+up anew. Destroying a client fails its pending lookups without calling back into them, which is
+safe, and keeps every request far from librdkafka's own timeout. Late answers are dropped: the
+offsets of an earlier moment, compared with the collection's newer end offsets, would overstate
+lag.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -33,9 +37,9 @@ log = logging.getLogger(__name__)
 
 # librdkafka's maximum for an admin request's `request_timeout` (AdminOptions, 3600 * 1000 ms).
 LIBRDKAFKA_MAX_REQUEST_TIMEOUT = 3600.0
-# Half of it: a request still out this long retires its client well before librdkafka would time
-# it out (a coordinator away this long means the cluster is down, and nothing else is lost).
-RETIRE_AFTER_SECONDS = LIBRDKAFKA_MAX_REQUEST_TIMEOUT / 2
+# Two default collection intervals: a coordinator that moved is found again by the next-but-one
+# collection.
+RETIRE_AFTER_SECONDS = 30.0
 DESCRIBE, OFFSETS = "describe", "offsets"
 
 
@@ -99,12 +103,16 @@ class CoordinatorRequests:
         now = self._clock()
         oldest = min((sent for sent, f in self._pending.values() if not f.done()), default=now)
         if now - oldest > RETIRE_AFTER_SECONDS:
-            log.warning(
+            log.info(
                 "group coordinator requests unanswered for %.0f s: replacing the admin client that "
-                "holds them (librdkafka must never time them out itself)",
+                "holds them, so that their coordinators are looked up anew",
                 now - oldest,
             )
-            self.close()
+            retired, self._admin = self._admin, None
+            self._pending.clear()
+            # Destroying a client waits for its threads: not on the collection's time.
+            threading.Thread(target=_drop, args=(retired,), daemon=True).start()
+            del retired
         for key in [k for k, (_, f) in self._pending.items() if f.done()]:
             del self._pending[key]  # answered, maybe after its collection gave up: dropped
         return [g for g in group_ids if (kind, g) not in self._pending]
@@ -128,3 +136,8 @@ class CoordinatorRequests:
             )
             futures[group_id] = waiting
         return futures
+
+
+def _drop(client: Any) -> None:
+    """Runs on a thread of its own, which holds the last reference to `client` until it ends."""
+    del client

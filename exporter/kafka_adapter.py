@@ -50,10 +50,11 @@ from common.kafka_config import to_kafka_python
 from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from common.kafka_errors import AUTHORIZATION, kind_of
 from exporter.capabilities import CapabilityTracker, is_unsupported
-from exporter.coordinator_requests import CoordinatorRequests
+from exporter.coordinator_requests import CoordinatorRequests, StillWaiting
 from exporter.filters import Filters
 from exporter.kafka_python_log import quiet_kafka_python
 from exporter.snapshot import (
+    GROUP_COORDINATOR_PHASE,
     Broker,
     BrokerLogDirs,
     ClusterSnapshot,
@@ -507,11 +508,7 @@ class KafkaAdapter:
             phases.timed("groups", started)
             return ()
 
-        try:
-            client = legacy.result(timeout=deadline.remaining())
-        except Exception:  # the cluster phase reports kafka-python's failure
-            client = None
-        described, offsets = self._ask_groups(group_ids, client, deadline, phases)
+        described, offsets = self._ask_groups(group_ids, legacy, deadline, phases)
         offset_failures: dict[str, str] = {}
 
         groups = []
@@ -537,20 +534,38 @@ class KafkaAdapter:
                 if kind_of(failures.get(group_id, "")) == AUTHORIZATION
             )
             groups.append(_group(group_id, description, committed, self._filters, refused))
+        # A group whose coordinator is moving (a broker stopped or came back) is a fact about
+        # that group for this collection, like a broker that is down, unless every group is in
+        # that state (snapshot.TRANSIENT_PHASES).
+        moving = {
+            group_id
+            for futures in (described, offsets)
+            for group_id, future in futures.items()
+            if _coordinator_moving(future)
+        }
+        if moving and len(moving) < len(group_ids):
+            failures = {**describe_failures, **offset_failures}
+            first = [f"{g}: {failures[g]}" for g in sorted(moving) if g in failures]
+            phases.fail(
+                GROUP_COORDINATOR_PHASE,
+                _summary(first, len(group_ids), "groups whose coordinator is moving"),
+            )
+            describe_failures = {g: m for g, m in describe_failures.items() if g not in moving}
+            offset_failures = {g: m for g, m in offset_failures.items() if g not in moving}
         # Groups the exporter may not see are a fact about its permissions, summarised apart so
         # that they never hide another failure (snapshot.PERMISSION_PHASES).
-        for denied, failures in _by_permission(describe_failures):
-            summary = _summary(failures, len(group_ids), "groups")
+        for denied, failures_of in _by_permission(describe_failures):
+            summary = _summary(failures_of, len(group_ids), "groups")
             phases.fail("groups", f"DescribeGroups {'denied, ' if denied else ''}{summary}")
-        for denied, failures in _by_permission(offset_failures):
-            summary = _summary(failures, len(group_ids), "groups")
+        for denied, failures_of in _by_permission(offset_failures):
+            summary = _summary(failures_of, len(group_ids), "groups")
             phases.fail("group_offsets", f"{'denied, ' if denied else ''}{summary}")
         phases.timed("groups", started)
         phases.timed("group_offsets", started)
         return tuple(groups)
 
     def _ask_groups(
-        self, group_ids: list[str], client: Any, deadline: Deadline, phases: _Phases
+        self, group_ids: list[str], legacy: Future[Any], deadline: Deadline, phases: _Phases
     ) -> tuple[dict[str, Future[Any]], dict[str, Future[Any]]]:
         """DescribeGroups and OffsetFetch futures by group, answered or not when the deadline
         comes; a group answered with a retriable error (its coordinator moving or loading) is
@@ -560,12 +575,17 @@ class KafkaAdapter:
         admin OffsetFetch dereferences the consumer group of a client that has none when the
         answer is NOT_COORDINATOR or another coordinator error (a segfault in rdk:main,
         `rd_kafka_cgrp_op` from `rd_kafka_handle_OffsetFetch`; confluentinc/librdkafka#5040),
-        which every broker stop provokes. Without kafka-python (librdkafka's mock cluster) it goes
-        through librdkafka."""
+        which every broker stop provokes. It goes through librdkafka only where kafka-python cannot
+        connect (librdkafka's mock cluster), or has not connected within a third of the
+        collection (a first collection at start, while every broker is normally up)."""
         kinds: dict[str, dict[str, Future[Any]]] = {"describe": {}, "offsets": {}}
 
         def ask(kind: str, ids: list[str]) -> None:
             if kind == "offsets":
+                try:
+                    client = legacy.result(timeout=deadline.remaining() / 3)
+                except Exception:  # the cluster phase reports kafka-python's failure
+                    client = None
                 requests = self._coordinator if client is None else self._legacy_offsets(client)
                 kinds[kind].update(requests.offsets(ids))
                 return
@@ -578,19 +598,27 @@ class KafkaAdapter:
 
         for kind in kinds:
             ask(kind, group_ids)
-        while not deadline.passed(RETRY_BACKOFF_SECONDS):
+        # The phase returns a little before the collection deadline with what it has, so that
+        # the groups that answered are kept and only the others are reported.
+        while not deadline.passed(PER_BROKER_RESERVE_SECONDS):
             retry = {
                 kind: [g for g, f in futures.items() if f.done() and _retriable(f.exception())]
                 for kind, futures in kinds.items()
             }
             pending = [f for futures in kinds.values() for f in futures.values() if not f.done()]
-            if any(retry.values()):
+            if any(retry.values()) and not deadline.passed(
+                PER_BROKER_RESERVE_SECONDS + RETRY_BACKOFF_SECONDS
+            ):
                 time.sleep(RETRY_BACKOFF_SECONDS)
                 for kind, ids in retry.items():
                     if ids:
                         ask(kind, ids)
             elif pending:
-                wait(pending, timeout=deadline.remaining(), return_when=FIRST_COMPLETED)
+                wait(
+                    pending,
+                    timeout=deadline.remaining(reserve=PER_BROKER_RESERVE_SECONDS),
+                    return_when=FIRST_COMPLETED,
+                )
             else:
                 break
         return kinds["describe"], kinds["offsets"]
@@ -813,6 +841,15 @@ def _result(
         phases.fail(phase, error_text(exc))
         phases.durations.setdefault(phase, time.monotonic() - started)
         return default
+
+
+def _coordinator_moving(future: Future[Any]) -> bool:
+    """Unanswered within the collection, still waiting for an earlier answer, or answered with
+    a coordinator error that a moment later is gone."""
+    if not future.done():
+        return True
+    exc = future.exception()
+    return isinstance(exc, StillWaiting) or (exc is not None and _retriable(exc))
 
 
 def _future_value(future: Future[Any] | None, key: str, failures: dict[str, str]) -> Any:
