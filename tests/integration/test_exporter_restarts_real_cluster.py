@@ -118,11 +118,15 @@ def watched(
     watch = Watch()
     try:
         with exporter_process(tmp_path / "exporter.log", *args) as exporter:
-            wait_for(
-                lambda: value(exporter.metrics(), "vigia_exporter_up") == 1,
-                DEADLINE,
-                "a first complete collection",
-            )
+            try:
+                wait_for(
+                    lambda: value(exporter.metrics(), "vigia_exporter_up") == 1,
+                    DEADLINE,
+                    "a first complete collection",
+                )
+            except AssertionError:
+                errors = exporter.get("/api/v1/cluster").json().get("errors")
+                raise AssertionError(f"never up 1: {errors}") from None
             thread = threading.Thread(target=watch.run, args=(exporter,), daemon=True)
             thread.start()
             try:
