@@ -438,6 +438,13 @@ class KafkaAdapter:
                 break
             time.sleep(RETRY_BACKOFF_SECONDS)
             asked = {kind: list(errors) for kind, errors in retry.items()}
+            # librdkafka sends the leader epoch it has cached: a Metadata request refreshes it.
+            try:
+                self._admin.list_topics(
+                    timeout=deadline.remaining(reserve=RETRY_BACKOFF_SECONDS) / 2
+                )
+            except Exception as exc:  # the retry says what is wrong, if anything still is
+                log.debug("metadata refresh before retrying offsets: %s", error_text(exc))
         for kind, found in results.items():
             if len(found) < len(tps):
                 missing = len(tps) - len(found) - sum(f.startswith(kind) for f in failures)
@@ -535,15 +542,14 @@ class KafkaAdapter:
             )
             groups.append(_group(group_id, description, committed, self._filters, refused))
         # A group whose coordinator is moving (a broker stopped or came back) is a fact about
-        # that group for this collection, like a broker that is down, unless every group is in
-        # that state (snapshot.TRANSIENT_PHASES).
+        # that group for this collection, like a broker that is down (GROUP_COORDINATOR_PHASE).
         moving = {
             group_id
             for futures in (described, offsets)
             for group_id, future in futures.items()
             if _coordinator_moving(future)
         }
-        if moving and len(moving) < len(group_ids):
+        if moving:
             failures = {**describe_failures, **offset_failures}
             first = [f"{g}: {failures[g]}" for g in sorted(moving) if g in failures]
             phases.fail(
