@@ -4,11 +4,12 @@ Requests per collection grow with brokers and groups, never with partitions:
 - confluent-kafka AdminClient: one Metadata (`list_topics`), one DescribeConfigs for all topics and
   one for a broker's defaults, one ListOffsets call for the earliest and one for the latest offsets
   of every partition (librdkafka sends one request per leader broker), ListGroups, one batched
-  DescribeGroups, and one OffsetFetch (`list_consumer_group_offsets`) per group;
+  DescribeGroups (from an admin client of its own, exporter.coordinator_requests);
 - kafka-python KafkaAdminClient (confluent-kafka lacks these): DescribeLogDirs once per broker in
   the metadata, so one failing or slow broker hides nothing else (a broker absent from the
   metadata is down: it is not asked), and DescribeQuorum for the real KRaft controller plus
-  DescribeCluster for racks.
+  DescribeCluster for racks, and OffsetFetch, one per coordinator for all its groups (librdkafka's
+  admin OffsetFetch segfaults when the coordinator moved, see `_ask_groups`).
 Phases run concurrently after the metadata call and each failure stays in its phase: its data is
 missing from the snapshot and its error is listed. Every wait is bounded by the collection deadline.
 An API the cluster does not support is a capability it lacks (exporter.capabilities), not an error.
@@ -20,12 +21,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # documented path, no __all__
     AdminClient,
     ConfigResource,
@@ -44,9 +50,11 @@ from common.kafka_config import to_kafka_python
 from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from common.kafka_errors import AUTHORIZATION, kind_of
 from exporter.capabilities import CapabilityTracker, is_unsupported
+from exporter.coordinator_requests import CoordinatorRequests, StillWaiting
 from exporter.filters import Filters
 from exporter.kafka_python_log import quiet_kafka_python
 from exporter.snapshot import (
+    GROUP_COORDINATOR_PHASE,
     Broker,
     BrokerLogDirs,
     ClusterSnapshot,
@@ -88,6 +96,22 @@ LEGACY_CAPABILITIES = ("describe_cluster", "describe_quorum", "describe_log_dirs
 # metadata before its APIs count as unavailable (librdkafka's mock answers kafka-python's
 # ApiVersions request in a form it cannot decode): once could be a blip.
 LEGACY_BOOTSTRAP_FAILURES_BEFORE_OFF = 2
+# Answers that are right again a moment later; librdkafka does not flag all of them retriable.
+RETRIABLE = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+    }
+)
+RETRY_BACKOFF_SECONDS = 0.25
 
 
 def error_text(exc: object) -> str:
@@ -101,6 +125,15 @@ def error_text(exc: object) -> str:
     return text if text.startswith(f"{name}:") else f"{name}: {text}"
 
 
+def _retriable(exc: object) -> bool:
+    """An answer worth asking again for within the collection: a leader or coordinator that is
+    moving, loading or not yet known (every broker restart and controller failover)."""
+    if isinstance(exc, kafka_errors.KafkaError):  # kafka-python's own flag
+        return bool(exc.retriable)
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() in RETRIABLE)
+
+
 class Deadline:
     def __init__(self, seconds: float) -> None:
         self._end = time.monotonic() + seconds
@@ -109,6 +142,9 @@ class Deadline:
         """Seconds left (minus `reserve`), never zero: a call with no time left fails fast
         instead of blocking."""
         return max(0.05, self._end - time.monotonic() - reserve)
+
+    def passed(self, reserve: float = 0.0) -> bool:
+        return time.monotonic() >= self._end - reserve
 
 
 @dataclass
@@ -173,14 +209,15 @@ class KafkaAdapter:
         # librdkafka's own log lines go through Python logging like everything else, and name
         # authentication and TLS failures (see common.kafka_diagnostics).
         self._diagnostics = KafkaDiagnostics(options, "exporter.librdkafka")
-        self._admin = admin_factory(
-            {
-                "client.id": CLIENT_ID,
-                **self._diagnostics.client_config(),
-                **options,
-                "bootstrap.servers": bootstrap_servers,
-            }
-        )
+        admin_config = {
+            "client.id": CLIENT_ID,
+            **self._diagnostics.client_config(),
+            **options,
+            "bootstrap.servers": bootstrap_servers,
+        }
+        self._admin = admin_factory(admin_config)
+        # A client of their own: it is replaced when its requests stay out too long.
+        self._coordinator = CoordinatorRequests(lambda: admin_factory(admin_config))
         self._legacy_config: dict[str, Any] = {
             "client_id": CLIENT_ID,
             **to_kafka_python(options),
@@ -197,6 +234,7 @@ class KafkaAdapter:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._coordinator.close()
         if self._legacy is not None:
             try:
                 self._legacy.close()
@@ -260,15 +298,12 @@ class KafkaAdapter:
             sorted(brokers),
             deadline,
         )
-        groups = self._pool.submit(self._groups, topics, deadline, phases)
+        groups = self._pool.submit(self._groups, topics, legacy, deadline, phases)
         configs = self._configs(topics, sorted(brokers), deadline, phases)
         offsets = self._offsets(topics, deadline, phases)
 
         quorum, racks = _result(cluster, deadline, phases, "cluster", (None, {}), launched)
         broker_dirs = _result(log_dirs, deadline, phases, "log_dirs", (), launched)
-        for b in broker_dirs:
-            if b.error is not None:
-                phases.fail("log_dirs", f"broker {b.broker}: {b.error}")
         group_list = _result(groups, deadline, phases, "groups", (), launched)
 
         broker_default, topic_configs = configs
@@ -393,41 +428,33 @@ class KafkaAdapter:
             phases.timed("offsets", started)
             return {}
         results: dict[str, dict[tuple[str, int], int]] = {"earliest": {}, "latest": {}}
-        futures: dict[str, Future[Mapping[Any, Any]]] = {}  # "kind/chunk"
         failures: list[str] = []
         specs = {
             "earliest": OffsetSpec.earliest(),  # type: ignore[no-untyped-call]
             "latest": OffsetSpec.latest(),  # type: ignore[no-untyped-call]
         }
-        # librdkafka's ListOffsets costs more than linearly in the partitions of one call.
-        chunks = [tps[i : i + OFFSETS_PER_CALL] for i in range(0, len(tps), OFFSETS_PER_CALL)]
-        for kind, spec in specs.items():
-            for n, chunk in enumerate(chunks):
-                try:
-                    futures[f"{kind}/{n}"] = _list_offsets(
-                        self._admin, chunk, spec, deadline.remaining()
-                    )
-                except Exception as exc:
-                    failures.append(f"{kind}: {error_text(exc)}")
-        wait(futures.values(), timeout=deadline.remaining())
-        answered = dict.fromkeys(specs, 0)
-        for key, future in futures.items():
-            kind = key.partition("/")[0]
+        asked = dict.fromkeys(specs, tps)
+        while True:
+            retry = self._offsets_round(asked, specs, deadline, results, failures)
+            # A leader that is moving (UNKNOWN_LEADER_EPOCH, NOT_LEADER...) answers a moment
+            # later: asked again within the collection, the rest reported.
+            if not any(retry.values()) or deadline.passed(RETRY_BACKOFF_SECONDS):
+                failures.extend(f"{k} {e}" for k, errors in retry.items() for e in errors.values())
+                break
+            time.sleep(RETRY_BACKOFF_SECONDS)
+            asked = {kind: list(errors) for kind, errors in retry.items()}
+            # librdkafka sends the leader epoch it has cached: a Metadata request refreshes it.
             try:
-                answers = future.result(timeout=0)
-            except Exception as exc:
-                failures.append(f"{kind}: {error_text(exc)}")
-                continue
-            found = results[kind]
-            answered[kind] += len(answers)
-            for tp, answer in answers.items():
-                if isinstance(answer, BaseException | KafkaError):
-                    failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(answer)}")
-                else:
-                    found[(tp.topic, tp.partition)] = answer.offset
-        for kind, count in answered.items():
-            if count < len(tps):
-                failures.append(f"{kind}: {len(tps) - count} partitions not answered")
+                self._admin.list_topics(
+                    timeout=deadline.remaining(reserve=RETRY_BACKOFF_SECONDS) / 2
+                )
+            except Exception as exc:  # the retry says what is wrong, if anything still is
+                log.debug("metadata refresh before retrying offsets: %s", error_text(exc))
+        for kind, found in results.items():
+            if len(found) < len(tps):
+                missing = len(tps) - len(found) - sum(f.startswith(kind) for f in failures)
+                if missing > 0:
+                    failures.append(f"{kind}: {missing} partitions not answered")
         if failures:
             phases.fail("offsets", _summary(failures, 2 * len(tps), "partition offsets"))
         phases.timed("offsets", started)
@@ -436,10 +463,53 @@ class KafkaAdapter:
             for key in results["earliest"].keys() | results["latest"].keys()
         }
 
+    def _offsets_round(
+        self,
+        asked: Mapping[str, list[TopicPartition]],
+        specs: Mapping[str, OffsetSpec],
+        deadline: Deadline,
+        results: dict[str, dict[tuple[str, int], int]],
+        failures: list[str],
+    ) -> dict[str, dict[TopicPartition, str]]:
+        """One ListOffsets call per kind and 500 partitions; answers go to `results`, failures
+        to `failures`, and the partitions answered with a retriable error are returned."""
+        futures: dict[tuple[str, int], Future[Mapping[Any, Any]]] = {}
+        for kind, tps in asked.items():
+            # librdkafka's ListOffsets costs more than linearly in the partitions of one call.
+            for n in range(0, len(tps), OFFSETS_PER_CALL):
+                chunk = tps[n : n + OFFSETS_PER_CALL]
+                try:
+                    futures[(kind, n)] = _list_offsets(
+                        self._admin, chunk, specs[kind], deadline.remaining()
+                    )
+                except Exception as exc:
+                    failures.append(f"{kind}: {error_text(exc)}")
+        wait(futures.values(), timeout=deadline.remaining())
+        retry: dict[str, dict[TopicPartition, str]] = {kind: {} for kind in asked}
+        for (kind, _), future in futures.items():
+            try:
+                answers = future.result(timeout=0)
+            except Exception as exc:
+                failures.append(f"{kind}: {error_text(exc)}")
+                continue
+            found = results[kind]
+            for tp, answer in answers.items():
+                if _retriable(answer):
+                    retry[kind][tp] = f"{tp.topic}-{tp.partition}: {error_text(answer)}"
+                elif isinstance(answer, BaseException | KafkaError):
+                    failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(answer)}")
+                else:
+                    found[(tp.topic, tp.partition)] = answer.offset
+        return retry
+
     # -- consumer groups (runs on the pool) -------------------------------------------------
 
     def _groups(
-        self, topics: Sequence[Topic], deadline: Deadline, phases: _Phases
+        self,
+        topics: Sequence[Topic],
+        legacy: Future[Any],
+        deadline: Deadline,
+        phases: _Phases,
     ) -> tuple[ConsumerGroup, ...]:
         started = time.monotonic()
         ids: set[str] = {g for g in self._named_groups if self._filters.groups.allows(g)}
@@ -454,34 +524,17 @@ class KafkaAdapter:
             phases.timed("groups", started)
             return ()
 
-        described: dict[str, Future[Any]] = {}
-        try:
-            if self._capabilities.should_ask("describe_groups"):
-                described = self._admin.describe_consumer_groups(
-                    group_ids, request_timeout=deadline.remaining()
-                )
-        except Exception as exc:
-            if not self._unsupported("describe_groups", exc):
-                phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
-        offsets: dict[str, Future[Any]] = {}
+        named = {
+            group_id: [
+                TopicPartition(t.name, p.partition)
+                for t in topics
+                for p in t.partitions
+                if t.name == topic
+            ]
+            for group_id, topic in self._named_groups.items()
+        }
+        described, offsets = self._ask_groups(group_ids, named, legacy, deadline, phases)
         offset_failures: dict[str, str] = {}
-        for group_id in group_ids:
-            try:
-                named = [
-                    TopicPartition(t.name, p.partition)
-                    for t in topics
-                    if t.name == self._named_groups.get(group_id)
-                    for p in t.partitions
-                ]
-                offsets.update(
-                    self._admin.list_consumer_group_offsets(
-                        [ConsumerGroupTopicPartitions(group_id, named or None)],
-                        request_timeout=deadline.remaining(),
-                    )
-                )
-            except Exception as exc:
-                offset_failures[group_id] = error_text(exc)
-        wait([*described.values(), *offsets.values()], timeout=deadline.remaining())
 
         groups = []
         describe_failures: dict[str, str] = {}
@@ -506,17 +559,103 @@ class KafkaAdapter:
                 if kind_of(failures.get(group_id, "")) == AUTHORIZATION
             )
             groups.append(_group(group_id, description, committed, self._filters, refused))
+        # A group whose coordinator is moving (a broker stopped or came back) is a fact about
+        # that group for this collection, like a broker that is down (GROUP_COORDINATOR_PHASE).
+        moving = {
+            group_id
+            for futures in (described, offsets)
+            for group_id, future in futures.items()
+            if _coordinator_moving(future)
+        }
+        if moving:
+            failures = {**describe_failures, **offset_failures}
+            first = [f"{g}: {failures[g]}" for g in sorted(moving) if g in failures]
+            phases.fail(
+                GROUP_COORDINATOR_PHASE,
+                _summary(first, len(group_ids), "groups whose coordinator is moving"),
+            )
+            describe_failures = {g: m for g, m in describe_failures.items() if g not in moving}
+            offset_failures = {g: m for g, m in offset_failures.items() if g not in moving}
         # Groups the exporter may not see are a fact about its permissions, summarised apart so
         # that they never hide another failure (snapshot.PERMISSION_PHASES).
-        for denied, failures in _by_permission(describe_failures):
-            summary = _summary(failures, len(group_ids), "groups")
+        for denied, failures_of in _by_permission(describe_failures):
+            summary = _summary(failures_of, len(group_ids), "groups")
             phases.fail("groups", f"DescribeGroups {'denied, ' if denied else ''}{summary}")
-        for denied, failures in _by_permission(offset_failures):
-            summary = _summary(failures, len(group_ids), "groups")
+        for denied, failures_of in _by_permission(offset_failures):
+            summary = _summary(failures_of, len(group_ids), "groups")
             phases.fail("group_offsets", f"{'denied, ' if denied else ''}{summary}")
         phases.timed("groups", started)
         phases.timed("group_offsets", started)
         return tuple(groups)
+
+    def _ask_groups(
+        self,
+        group_ids: list[str],
+        named: Mapping[str, list[TopicPartition]],
+        legacy: Future[Any],
+        deadline: Deadline,
+        phases: _Phases,
+    ) -> tuple[dict[str, Future[Any]], dict[str, Future[Any]]]:
+        """DescribeGroups and OffsetFetch futures by group, answered or not when the deadline
+        comes; a group answered with a retriable error (its coordinator moving or loading) is
+        asked again while time is left.
+
+        OffsetFetch goes through kafka-python (`client`) when it can connect: librdkafka 2.16's
+        admin OffsetFetch dereferences the consumer group of a client that has none when the
+        answer is NOT_COORDINATOR or another coordinator error (a segfault in rdk:main,
+        `rd_kafka_cgrp_op` from `rd_kafka_handle_OffsetFetch`; confluentinc/librdkafka#5040),
+        which every broker stop provokes. It goes through librdkafka only where kafka-python cannot
+        connect (librdkafka's mock cluster), or has not connected within a third of the
+        collection (a first collection at start, while every broker is normally up)."""
+        kinds: dict[str, dict[str, Future[Any]]] = {"describe": {}, "offsets": {}}
+
+        def ask(kind: str, ids: list[str]) -> None:
+            if kind == "offsets":
+                try:
+                    client = legacy.result(timeout=deadline.remaining() / 3)
+                except Exception:  # the cluster phase reports kafka-python's failure
+                    client = None
+                if client is None:
+                    kinds[kind].update(self._coordinator.offsets(ids, named))
+                else:
+                    kinds[kind].update(self._legacy_offsets(client).offsets(ids))
+                return
+            try:
+                if self._capabilities.should_ask("describe_groups"):
+                    kinds[kind].update(self._coordinator.describe(ids))
+            except Exception as exc:
+                if not self._unsupported("describe_groups", exc):
+                    phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
+
+        for kind in kinds:
+            ask(kind, group_ids)
+        # The phase returns a little before the collection deadline with what it has, so that
+        # the groups that answered are kept and only the others are reported.
+        while not deadline.passed(PER_BROKER_RESERVE_SECONDS):
+            retry = {
+                kind: [g for g, f in futures.items() if f.done() and _retriable(f.exception())]
+                for kind, futures in kinds.items()
+            }
+            pending = [f for futures in kinds.values() for f in futures.values() if not f.done()]
+            if any(retry.values()) and not deadline.passed(
+                PER_BROKER_RESERVE_SECONDS + RETRY_BACKOFF_SECONDS
+            ):
+                time.sleep(RETRY_BACKOFF_SECONDS)
+                for kind, ids in retry.items():
+                    if ids:
+                        ask(kind, ids)
+            elif pending:
+                wait(
+                    pending,
+                    timeout=deadline.remaining(reserve=PER_BROKER_RESERVE_SECONDS),
+                    return_when=FIRST_COMPLETED,
+                )
+            else:
+                break
+        return kinds["describe"], kinds["offsets"]
+
+    def _legacy_offsets(self, client: Any) -> _LegacyGroupOffsets:
+        return _LegacyGroupOffsets(client, self._pool)
 
     def _list_groups(self, deadline: Deadline, phases: _Phases) -> list[str]:
         listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
@@ -595,6 +734,8 @@ class KafkaAdapter:
         client = legacy.result(timeout=deadline.remaining())
         if client is None or not self._capabilities.should_ask("describe_log_dirs"):
             return ()
+        broker_ids = list(broker_ids)
+        _align_legacy_metadata(client, broker_ids, deadline)
         calls = {b: self._pool.submit(client.describe_log_dirs, brokers=[b]) for b in broker_ids}
         # Stop waiting for slow brokers a little before the phase itself is given up, so that
         # the brokers that answered are kept and only the slow ones are reported.
@@ -609,6 +750,69 @@ class KafkaAdapter:
                 if not self._unsupported("describe_log_dirs", exc):
                     results.append(BrokerLogDirs(broker, error_text(exc), ()))
         return tuple(results)
+
+
+class _LegacyGroupOffsets:
+    """Committed offsets through kafka-python: one OffsetFetch per coordinator for all its groups,
+    and, when that call fails (kafka-python fails it whole for one group's error), one per group so
+    that each failure stays with its group. Futures by group, resolved on `pool`."""
+
+    def __init__(self, client: Any, pool: ThreadPoolExecutor) -> None:
+        self._client = client
+        self._pool = pool
+
+    def offsets(self, group_ids: list[str]) -> dict[str, Future[Any]]:
+        futures: dict[str, Future[Any]] = {g: Future() for g in group_ids}
+        self._pool.submit(self._all, group_ids, futures)
+        return futures
+
+    def _all(self, group_ids: list[str], futures: dict[str, Future[Any]]) -> None:
+        try:
+            answered = self._client.list_group_offsets(group_ids)
+        except Exception:
+            for group_id in group_ids:
+                self._pool.submit(self._one, group_id, futures[group_id])
+            return
+        for group_id in group_ids:
+            _settle(futures[group_id], group_id, answered)
+
+    def _one(self, group_id: str, future: Future[Any]) -> None:
+        try:
+            answered = self._client.list_group_offsets([group_id])
+        except Exception as exc:
+            future.set_exception(exc)
+            return
+        _settle(future, group_id, answered)
+
+
+def _settle(future: Future[Any], group_id: str, answered: Mapping[str, Any]) -> None:
+    if group_id in answered:
+        future.set_result(_committed(group_id, answered[group_id]))
+    else:
+        future.set_exception(RuntimeError(f"OffsetFetch: no answer for group {group_id}"))
+
+
+def _committed(group_id: str, offsets: Mapping[Any, Any]) -> ConsumerGroupTopicPartitions:
+    """kafka-python's {TopicPartition: OffsetAndMetadata} in confluent-kafka's form."""
+    return ConsumerGroupTopicPartitions(
+        group_id, [TopicPartition(tp.topic, tp.partition, om.offset) for tp, om in offsets.items()]
+    )
+
+
+def _align_legacy_metadata(client: Any, broker_ids: list[int], deadline: Deadline) -> None:
+    """kafka-python learns of a broker that came back only at its next metadata refresh (up to
+    `metadata_max_age_ms`, 5 minutes), librdkafka at once; asked before that, the broker fails
+    with UnknownBrokerIdError (issue 20 §1). So kafka-python refreshes whenever librdkafka's
+    metadata has a broker it lacks, and the collection waits for that a bounded time."""
+    cluster = getattr(getattr(client, "_manager", None), "cluster", None)
+    if cluster is None:  # a test double, or another client version: asked as it is
+        return
+    known = {b.node_id for b in cluster.brokers()}
+    if known.issuperset(broker_ids):
+        return
+    refreshed = threading.Event()
+    cluster.request_update().add_both(lambda _: refreshed.set())
+    refreshed.wait(deadline.remaining(reserve=2 * PER_BROKER_RESERVE_SECONDS))
 
 
 def _list_offsets(
@@ -668,6 +872,15 @@ def _result(
         phases.fail(phase, error_text(exc))
         phases.durations.setdefault(phase, time.monotonic() - started)
         return default
+
+
+def _coordinator_moving(future: Future[Any]) -> bool:
+    """Unanswered within the collection, still waiting for an earlier answer, or answered with
+    a coordinator error that a moment later is gone."""
+    if not future.done():
+        return True
+    exc = future.exception()
+    return isinstance(exc, StillWaiting) or (exc is not None and _retriable(exc))
 
 
 def _future_value(future: Future[Any] | None, key: str, failures: dict[str, str]) -> Any:

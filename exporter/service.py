@@ -60,6 +60,7 @@ class CollectionService:
         self._failures = 0  # consecutive collections that could not reach the cluster
         self._last_failed: frozenset[str] = frozenset()
         self._broker_up: Mapping[int, bool] = {}  # as last seen in metadata
+        self._broker_failures: Mapping[tuple[int, str], str] = {}  # (broker, phase) -> error
 
     @property
     def state(self) -> ExporterState | None:
@@ -88,6 +89,9 @@ class CollectionService:
         if state.broker_up:  # without metadata nothing is known about the brokers
             _report_brokers(self._broker_up, state.broker_up)
             self._broker_up = state.broker_up
+            failures = snapshot.broker_failures
+            _report_broker_failures(self._broker_failures, failures)
+            self._broker_failures = failures
         return state
 
     def _run(self) -> None:
@@ -183,3 +187,20 @@ def _report_brokers(before: Mapping[int, bool], now: Mapping[int, bool]) -> None
             )
         elif up and before.get(broker) is False:
             log.info("broker %d is back in the metadata", broker)
+
+
+def _report_broker_failures(
+    before: Mapping[tuple[int, str], str], now: Mapping[tuple[int, str], str]
+) -> None:
+    """One line when a broker's own answer starts failing and one when it is back."""
+    for (broker, phase), error in sorted(now.items()):
+        if (broker, phase) not in before:
+            log.warning(
+                "broker %d: no %s answer (%s); its series of that phase are missing until it "
+                "answers, vigia_exporter_up stays 1",
+                broker,
+                phase,
+                error,
+            )
+    for broker, phase in sorted(before.keys() - now.keys()):
+        log.info("broker %d answers %s again", broker, phase)

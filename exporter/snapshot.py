@@ -20,6 +20,9 @@ PHASES = ("metadata", "cluster", "configs", "offsets", "log_dirs", "groups", "gr
 # A collection that did not finish within its timeout is reported under this phase.
 COLLECTION_PHASE = "collection"
 PERMISSION_PHASES = frozenset({"groups", "group_offsets"})
+GROUP_COORDINATOR_PHASE = "group_coordinator"
+"""Groups whose coordinator is moving (a broker stopped or came back): their description or
+offsets are missing from one collection, which still succeeds (see `ClusterSnapshot.ok`)."""
 """Phases whose authorization failures do not make a collection fail (see `ClusterSnapshot.ok`)."""
 
 # Optional Kafka APIs: a cluster that does not support one (librdkafka's mock, some managed
@@ -198,6 +201,11 @@ class ClusterSnapshot:
         return frozenset(e.phase for e in self.errors)
 
     @property
+    def broker_failures(self) -> dict[tuple[int, str], str]:
+        """(broker, phase) -> error, for the per-broker answers that could not be had."""
+        return {(b.broker, "log_dirs"): b.error for b in self.log_dirs if b.error is not None}
+
+    @property
     def has_metadata(self) -> bool:
         """Brokers and topics were read (an empty list then really means none)."""
         return not self.failed_phases & {"metadata", COLLECTION_PHASE}
@@ -207,7 +215,8 @@ class ClusterSnapshot:
         """Every phase succeeded, but for groups the exporter is not authorized to see: those are
         facts about its permissions (listed in `errors`), not a failure to do its job."""
         return all(
-            e.phase in PERMISSION_PHASES and kind_of(e.message) == AUTHORIZATION
+            (e.phase in PERMISSION_PHASES and kind_of(e.message) == AUTHORIZATION)
+            or e.phase == GROUP_COORDINATOR_PHASE
             for e in self.errors
         )
 

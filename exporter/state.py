@@ -119,6 +119,9 @@ class ExporterState:
     collections_total: int
     # Collections in which each phase failed, since the exporter started.
     errors_total: Mapping[str, int]
+    # Collections in which one broker's own answer for a phase could not be had, by (broker,
+    # phase): a fact about that broker (it is starting, or just back), not a failed collection.
+    broker_errors_total: Mapping[tuple[int, str], int]
     latest_sample: OffsetSample[TP] | None
     committed_sample: OffsetSample[GTP] | None
     # msgs/s between the baseline sample and this collection; absent on the first collection.
@@ -177,6 +180,9 @@ def derive(
         errors_total.update(previous.errors_total)
     for phase in snapshot.failed_phases:
         errors_total[phase] = errors_total.get(phase, 0) + 1
+    broker_errors_total = dict(previous.broker_errors_total) if previous is not None else {}
+    for broker in snapshot.broker_failures:
+        broker_errors_total[broker] = broker_errors_total.get(broker, 0) + 1
 
     latest_now = _latest_offsets(snapshot)
     committed_now = _committed_offsets(snapshot)
@@ -219,6 +225,7 @@ def derive(
         snapshot=snapshot,
         collections_total=(previous.collections_total if previous else 0) + 1,
         errors_total=_frozen(errors_total),
+        broker_errors_total=_frozen(broker_errors_total),
         # A collection without offsets keeps the older baseline, so the next rate spans the gap.
         latest_sample=OffsetSample(snapshot.collected_at, _frozen(latest_now))
         if latest_now

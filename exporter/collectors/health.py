@@ -48,6 +48,16 @@ class HealthCollector:
                 value=state.snapshot.collected_at + state.snapshot.durations.get("total", 0.0),
             )
         yield errors
+        broker_errors = CounterMetricFamily(
+            "vigia_exporter_broker_errors",
+            "Collections in which this broker's own answer for this phase could not be had (the "
+            "broker is starting or just back); the collection itself still succeeds.",
+            labels=["broker", "phase"],
+        )
+        if state is not None:
+            for (broker, phase), count in sorted(state.broker_errors_total.items()):
+                broker_errors.add_metric([str(broker), phase], count)
+        yield broker_errors
         if state is not None:
             capability = GaugeMetricFamily(
                 "vigia_exporter_capability",

@@ -38,6 +38,8 @@ from confluent_kafka.admin import (
     TopicMetadata,
 )
 from kafka import errors as kafka_errors
+from kafka.structs import OffsetAndMetadata
+from kafka.structs import TopicPartition as KafkaTopicPartition
 
 from exporter.filters import Filters
 from exporter.kafka_adapter import KafkaAdapter
@@ -300,6 +302,20 @@ class FakeLegacyAdmin:
                 {"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
                 for b in self._c.snapshot.brokers
             ],
+        }
+
+    def list_group_offsets(self, group_ids: list[str]) -> dict[str, dict[Any, Any]]:
+        """One OffsetFetch per coordinator for all its groups (the recordings have one)."""
+        self._c.calls["list_group_offsets"] += 1
+        if "list_group_offsets" in self._c.faults.hang:
+            self._c.released.wait()
+        by_id = {g.group_id: g for g in self._c.snapshot.groups}
+        return {
+            gid: {
+                KafkaTopicPartition(c.topic, c.partition): OffsetAndMetadata(c.offset, "", -1)
+                for c in by_id[gid].committed or ()
+            }
+            for gid in group_ids
         }
 
     def describe_log_dirs(self, brokers: list[int]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from exporter.exposition import text
 from exporter.granularity import FULL
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.tracker import LatencyTracker, ProbeStats
+from exporter.snapshot import BrokerLogDirs
 from exporter.state import derive
 from tests.conftest import SCENARIOS
 from tests.connect.test_connect_model import recorded_reports
@@ -33,15 +34,16 @@ def probe_stats() -> ProbeStats:
 
 
 def served() -> Families:
-    """Every family from every recorded scenario, a collection with phase timings and a group
-    the exporter may not describe, the probe both disabled and running, and the recorded Connect
-    cluster."""
+    """Every family from every recorded scenario, a collection with phase timings, a group the
+    exporter may not describe and a broker that could not answer for its log dirs, the probe both
+    disabled and running, and the recorded Connect cluster."""
     healthy = snapshot("healthy")
     hidden = replace(healthy.groups[0], denied=("groups",))
     timed = replace(
         healthy,
         durations=MappingProxyType({"metadata": 0.1, "total": 0.5}),
         groups=(hidden, *healthy.groups[1:]),
+        log_dirs=(BrokerLogDirs(1, "UnknownBrokerIdError: 1", ()), *healthy.log_dirs[1:]),
     )
     texts = [render(state(s), FULL) for s in SCENARIOS] + [
         render(derive(None, timed)),

@@ -10,16 +10,12 @@ the collection that is read started (its `collected_at` in /api/v1/cluster) and 
 served, only topics that existed throughout are compared, and every condition is waited for with
 a deadline instead of being checked once.
 
-With VIGIA_TEST_KAFKA_BROKER_STOP and VIGIA_TEST_KAFKA_BROKER_START (shell commands; `{broker}`
-in them is replaced by the broker id, else the id is appended as the last argument) one test
-stops a broker and starts it again.
+One test stops a broker and starts it again through the `broker_control` fixture (the harness's
+cluster, or VIGIA_TEST_KAFKA_BROKER_STOP / _START on a user's own: tests/realstack/targets.py).
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 import threading
 import time
 import uuid
@@ -40,14 +36,13 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetS
 
 from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
+from tests.realstack.targets import BrokerControl
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 3
 MESSAGES = 300
 CONSUMED = 120
-BROKER_STOP_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP"
-BROKER_START_ENV = "VIGIA_TEST_KAFKA_BROKER_START"
 # A loaded machine and a busy cluster: generous deadlines, never a single look.
 DEADLINE = 120.0
 
@@ -511,30 +506,11 @@ def test_a_group_that_stops_committing_while_producers_continue_turns_err_stop(
             future.result(timeout=30)
 
 
-def _broker_command(env: str, broker: int) -> list[str]:
-    template = os.environ[env]
-    if "{broker}" in template:
-        return shlex.split(template.replace("{broker}", str(broker)))
-    return [*shlex.split(template), str(broker)]
-
-
-def _run_broker_command(env: str, broker: int) -> None:
-    command = _broker_command(env, broker)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, f"{env} {command} failed: {done.stderr or done.stdout}"
-
-
 def test_a_stopped_broker_is_reported_down_and_the_exporter_stays_up(
-    real_kafka_bootstrap: str, tmp_path: Path
+    real_kafka_bootstrap: str, broker_control: BrokerControl, tmp_path: Path
 ) -> None:
     """Issue 10 §1 end to end: up stays 1, kafka_broker_up is 0 for the stopped broker, one log
     line when it leaves and one when it is back, and everything recovers."""
-    missing = [e for e in (BROKER_STOP_ENV, BROKER_START_ENV) if not os.environ.get(e, "").strip()]
-    if missing:
-        pytest.skip(
-            f"{' and '.join(missing)} not set: no way to stop and start a broker "
-            "(shell commands taking the broker id, e.g. 'docker compose stop kafka-{broker}')"
-        )
     args = ("--bootstrap-servers", real_kafka_bootstrap, "--collection-interval", "2")
     with exporter_process(
         tmp_path / "exporter.log", *args, "--collection-timeout", "15", "--no-probe"
@@ -546,7 +522,7 @@ def test_a_stopped_broker_is_reported_down_and_the_exporter_stays_up(
             pytest.skip(f"only brokers {online}: stopping one could make the cluster unavailable")
         # Not the active controller: its election would add nothing to what is tested here.
         broker = max(b for b in online if b != doc["cluster"]["controller_id"])
-        _run_broker_command(BROKER_STOP_ENV, broker)
+        broker_control.stop(broker)
         try:
 
             def reported_down() -> Samples | None:
@@ -568,7 +544,7 @@ def test_a_stopped_broker_is_reported_down_and_the_exporter_stays_up(
             ]
             assert (entry["online"], entry["log_dirs_error"]) == (False, None)
         finally:
-            _run_broker_command(BROKER_START_ENV, broker)
+            broker_control.start(broker)
 
         def back() -> bool:
             found = exp.metrics()

@@ -1,0 +1,238 @@
+"""The exporter through broker restarts and a KRaft controller failover on a real cluster (issue 20
+§0, §1): one exporter process at its defaults (probe on, on a topic of the test's own) rides
+through, `vigia_exporter_up` stays 1 in every scrape, and the brokers' own series say what
+happened. Needs `broker_control` (the harness's cluster, or VIGIA_TEST_KAFKA_BROKER_STOP / _START).
+
+A few hundred groups with committed offsets are added first: each is one OffsetFetch to its
+coordinator per collection, the requests librdkafka's use-after-free hit when their coordinator
+was away (benchmarks/rdkafka_coord_timeout_crash.py). The groups and the probe topic are deleted
+at the end. Conditions are waited for with deadlines; "up stays 1" is every scrape of a watcher
+that scrapes twice a second from the first complete collection on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from exporter.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
+from tests.exporter.exposition import Samples, samples, value
+from tests.exporter.live import Running, exporter_process, wait_for
+from tests.realstack.targets import BrokerControl
+
+pytestmark = pytest.mark.integration
+
+GROUPS = 300
+PARTITIONS = 6
+DEADLINE = 240.0  # a node's start with a few thousand partitions to load, on a loaded machine
+COLLECTION_INTERVAL = 2
+
+
+@dataclass
+class Watch:
+    """Every scrape from the first complete collection on: (monotonic time, up or None when the
+    scrape itself failed)."""
+
+    looks: list[tuple[float, float | None]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self, exporter: Running) -> None:
+        started = False
+        while not self.stop.wait(0.5):
+            try:
+                up = value(
+                    samples(httpx.get(f"{exporter.url}/metrics", timeout=5).text),
+                    "vigia_exporter_up",
+                )
+            except (httpx.HTTPError, OSError):
+                up = None
+            started = started or up == 1
+            if started:
+                self.looks.append((time.monotonic(), up))
+
+    def assert_up_throughout(self, exporter: Running) -> None:
+        bad = [(round(t - self.looks[0][0]), up) for t, up in self.looks if up != 1]
+        if bad:
+            errors = exporter.get("/api/v1/cluster").json().get("errors")
+            raise AssertionError(
+                f"up not 1 in {len(bad)} of {len(self.looks)} scrapes (seconds in, value): "
+                f"{bad[:20]}; errors now: {errors}"
+            )
+        assert len(self.looks) > 10, "the watcher hardly scraped"
+
+
+@pytest.fixture(scope="module")
+def groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
+    """GROUPS groups with committed offsets on a topic of their own (no members)."""
+    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap})
+    topic = f"vigia-it-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, PARTITIONS, 3)], request_timeout=60)[topic].result(60)
+    names = [f"{topic}-g{n}" for n in range(GROUPS)]
+    # librdkafka must never time group requests out itself: that aborts the process
+    # (exporter/coordinator_requests.py); the waits are bounded here instead.
+    committed = [TopicPartition(topic, p, 0) for p in range(3)]
+    pending = names
+    deadline = time.monotonic() + DEADLINE
+    while pending and time.monotonic() < deadline:  # coordinators of a new cluster still load
+        futures = {
+            name: admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(name, committed)],
+                request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
+            )[name]
+            for name in pending
+        }
+        wait(futures.values(), timeout=60)
+        pending = [n for n, f in futures.items() if not f.done() or f.exception() is not None]
+    assert not pending, f"{len(pending)} groups could not commit"
+    try:
+        yield names
+    finally:
+        deleted = admin.delete_consumer_groups(
+            names, request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT
+        ).values()
+        wait(deleted, timeout=60)  # best effort: a broker may just be starting
+        admin.delete_topics([topic], request_timeout=60)[topic].exception(timeout=60)
+
+
+@pytest.fixture
+def watched(
+    real_kafka_bootstrap: str, groups: list[str], tmp_path: Path
+) -> Iterator[tuple[Running, Watch]]:
+    """An exporter at its defaults but for a probe topic of its own and a short interval."""
+    probe_topic = f"vigia-it-probe-{uuid.uuid4().hex[:8]}"
+    args = (
+        *("--bootstrap-servers", real_kafka_bootstrap),
+        *("--collection-interval", str(COLLECTION_INTERVAL), "--probe-topic", probe_topic),
+    )
+    watch = Watch()
+    try:
+        with exporter_process(tmp_path / "exporter.log", *args) as exporter:
+            try:
+                wait_for(
+                    lambda: value(exporter.metrics(), "vigia_exporter_up") == 1,
+                    DEADLINE,
+                    "a first complete collection",
+                )
+            except AssertionError:
+                errors = exporter.get("/api/v1/cluster").json().get("errors")
+                raise AssertionError(f"never up 1: {errors}") from None
+            thread = threading.Thread(target=watch.run, args=(exporter,), daemon=True)
+            thread.start()
+            try:
+                yield exporter, watch
+            finally:
+                watch.stop.set()
+                thread.join(10)
+            assert "Assertion" not in exporter.log_text()
+    finally:
+        admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap})
+        admin.delete_topics([probe_topic], request_timeout=60)[probe_topic].exception(timeout=60)
+
+
+def _cluster(exporter: Running) -> dict[str, Any]:
+    doc: dict[str, Any] = exporter.get("/api/v1/cluster").json()
+    return doc
+
+
+def _stop_and_start(
+    exporter: Running, broker_control: BrokerControl, broker: int, down_seconds: float
+) -> None:
+    """Stops `broker`, waits until the exporter reports it down, keeps it down `down_seconds`,
+    starts it and waits until it is back with its log dirs read."""
+    broker_control.stop(broker)
+    try:
+        wait_for(
+            lambda: value(exporter.metrics(), "kafka_broker_up", broker=str(broker)) == 0,
+            DEADLINE,
+            f"broker {broker} reported down",
+        )
+        time.sleep(down_seconds)  # the outage itself: what is measured is what happens during it
+    finally:
+        broker_control.start(broker)
+
+    def back() -> Samples | None:
+        found = exporter.metrics()
+        dirs = [k for n, k in found if n == "kafka_broker_log_dir_size_bytes"]
+        if value(found, "kafka_broker_up", broker=str(broker)) != 1:
+            return None
+        return found if any(k["broker"] == str(broker) for k in dirs) else None
+
+    wait_for(back, DEADLINE, f"broker {broker} back with its log dirs")
+
+
+def _not_controller(exporter: Running) -> int:
+    doc = _cluster(exporter)
+    online = sorted(b["id"] for b in doc["brokers"] if b["online"])
+    assert len(online) == 3, f"brokers online: {online}"
+    return max(b for b in online if b != doc["cluster"]["controller_id"])
+
+
+def test_up_stays_1_through_a_broker_stopped_60_s(
+    watched: tuple[Running, Watch], broker_control: BrokerControl
+) -> None:
+    exporter, watch = watched
+    broker = _not_controller(exporter)
+    _stop_and_start(exporter, broker_control, broker, 60)
+    time.sleep(5 * COLLECTION_INTERVAL)  # the return's aftermath: leaders move back, groups load
+    watch.assert_up_throughout(exporter)
+    log = exporter.log_text()
+    assert log.count(f"broker {broker} is down") == 1, log
+    assert log.count(f"broker {broker} is back in the metadata") == 1, log
+    assert " ERROR " not in log, log
+
+
+def test_up_stays_1_through_a_rolling_restart_and_the_probe_covers_every_broker_after(
+    watched: tuple[Running, Watch], broker_control: BrokerControl
+) -> None:
+    exporter, watch = watched
+    for broker in (1, 2, 3):
+        _stop_and_start(exporter, broker_control, broker, 10)
+    # Each restart moved its probe partition's leader away; the probe elects them back.
+    wait_for(
+        lambda: (
+            {b["broker"] for b in _cluster(exporter)["probe"]["brokers"] if b["covered"]}
+            == {1, 2, 3}
+        ),
+        DEADLINE,
+        "every broker leading a probe partition again",
+    )
+    watch.assert_up_throughout(exporter)
+    log = exporter.log_text()
+    assert "handed back to their preferred leaders" in log, log
+
+
+def test_up_stays_1_through_a_stop_of_the_active_controller(
+    watched: tuple[Running, Watch], broker_control: BrokerControl
+) -> None:
+    exporter, watch = watched
+    doc = _cluster(exporter)
+    assert doc["cluster"]["controller_source"] == "quorum"
+    controller = doc["cluster"]["controller_id"]
+    broker_control.stop(controller)
+    try:
+        wait_for(
+            lambda: _cluster(exporter)["cluster"]["controller_id"] not in (None, controller),
+            DEADLINE,
+            f"a controller other than {controller}",
+        )
+        time.sleep(5 * COLLECTION_INTERVAL)
+    finally:
+        broker_control.start(controller)
+    wait_for(
+        lambda: value(exporter.metrics(), "kafka_broker_up", broker=str(controller)) == 1,
+        DEADLINE,
+        f"node {controller} back",
+    )
+    time.sleep(10 * COLLECTION_INTERVAL)  # "and again for minutes after node 1 returned"
+    watch.assert_up_throughout(exporter)
