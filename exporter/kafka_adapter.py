@@ -136,6 +136,7 @@ def _retriable(exc: object) -> bool:
 
 class Deadline:
     def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
         self._end = time.monotonic() + seconds
 
     def remaining(self, reserve: float = 0.0) -> float:
@@ -658,12 +659,25 @@ class KafkaAdapter:
         return _LegacyGroupOffsets(client, self._pool)
 
     def _list_groups(self, deadline: Deadline, phases: _Phases) -> list[str]:
-        listing = self._admin.list_consumer_groups(request_timeout=deadline.remaining()).result(
-            timeout=deadline.remaining()
-        )
-        # librdkafka asks every broker: one error per broker that could not answer.
-        listed_errors = listing.errors or ()
-        errors = [e for e in listed_errors if not self._unsupported("list_groups", e)]
+        """The groups every broker lists; a broker still loading its groups (it just came back or
+        became a coordinator) is asked again while a third of the collection is left, and then
+        its groups count as moving coordinators (GROUP_COORDINATOR_PHASE), not as a failure."""
+        while True:
+            # At most half of what is left: the groups found still need describing.
+            timeout = deadline.remaining() / 2
+            listing = self._admin.list_consumer_groups(request_timeout=timeout).result(
+                timeout=timeout
+            )
+            # librdkafka asks every broker: one error per broker that could not answer.
+            listed_errors = listing.errors or ()
+            errors = [e for e in listed_errors if not self._unsupported("list_groups", e)]
+            if not errors or not all(_retriable(e) for e in errors):
+                break
+            if deadline.remaining() < deadline.seconds / 3:
+                phases.fail(GROUP_COORDINATOR_PHASE, f"ListGroups: {error_text(errors[0])}")
+                errors = []
+                break
+            time.sleep(RETRY_BACKOFF_SECONDS)
         if len(errors) == len(listed_errors):
             self._capabilities.supported("list_groups")
         if errors:
@@ -713,14 +727,14 @@ class KafkaAdapter:
         # Without DescribeQuorum (ZooKeeper mode) the Metadata controller is the real one.
         if self._capabilities.should_ask("describe_quorum"):
             try:
-                quorum = _quorum(client.describe_metadata_quorum())
+                quorum = _quorum(_retrying(client.describe_metadata_quorum, deadline))
                 self._capabilities.supported("describe_quorum")
             except Exception as exc:
                 if not self._unsupported("describe_quorum", exc):
                     phases.fail("cluster", f"DescribeQuorum: {error_text(exc)}")
         if self._capabilities.should_ask("describe_cluster"):
             try:
-                described = client.describe_cluster()
+                described = _retrying(client.describe_cluster, deadline)
                 racks = {int(b["broker_id"]): b.get("rack") or None for b in described["brokers"]}
                 self._capabilities.supported("describe_cluster")
             except Exception as exc:
@@ -872,6 +886,20 @@ def _result(
         phases.fail(phase, error_text(exc))
         phases.durations.setdefault(phase, time.monotonic() - started)
         return default
+
+
+def _retrying(call: Callable[[], T], deadline: Deadline) -> T:
+    """`call()`, again after a retriable error (a broker that just came back, a controller
+    failing over) while the collection has time left."""
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if not _retriable(exc) or deadline.passed(
+                PER_BROKER_RESERVE_SECONDS + RETRY_BACKOFF_SECONDS
+            ):
+                raise
+        time.sleep(RETRY_BACKOFF_SECONDS)
 
 
 def _coordinator_moving(future: Future[Any]) -> bool:
