@@ -135,6 +135,23 @@ class RealStack:
 
 
 _STACK_KEY = pytest.StashKey[RealStack]()
+REAL_FIXTURES = frozenset(
+    {
+        "real_stack",
+        "kafka_target",
+        "secured_target",
+        "connect_target",
+        "hes_target",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on the real stack run last: the cluster, Connect and the tenants' load it starts
+    stay up until the run ends, and the unit suites' timings must not share the cores with it."""
+    real = [i for i in items if REAL_FIXTURES & set(getattr(i, "fixturenames", ()))]
+    moved = {id(i) for i in real}
+    items[:] = [i for i in items if id(i) not in moved] + real
 
 
 @pytest.fixture(scope="session")
