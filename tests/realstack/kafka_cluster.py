@@ -111,8 +111,9 @@ class KafkaCluster:
         """A clean stop (controlled shutdown); returns once the process has exited."""
         self.nodes[node].stop(timeout)
 
-    def start(self, node: int, timeout: float = 120.0) -> None:
-        """Starts a stopped node; returns once it serves (its log says so)."""
+    def start(self, node: int, timeout: float = 300.0) -> None:
+        """Starts a stopped node; returns once it serves (its log says so). A node loads every
+        partition it holds first: over two minutes on a loaded 2-core machine."""
         process = self.nodes[node]
         if process.running:
             return
