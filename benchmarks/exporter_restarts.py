@@ -22,6 +22,7 @@ import itertools
 import logging
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -209,6 +210,9 @@ def main() -> None:
     parser.add_argument("--in-sync-timeout", type=float, default=180.0)
     args = parser.parse_args()
     setup_logging("INFO")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per scrape otherwise
+    # A stop by PID still stops the cluster and the exporter (the finally blocks below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="vigia-restarts-"))
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = KafkaCluster(args.kafka_home, workdir / "kafka")

@@ -535,6 +535,14 @@ class KafkaAdapter:
             for group_id, topic in self._named_groups.items()
         }
         described, offsets = self._ask_groups(group_ids, named, legacy, deadline, phases)
+        # Taken once, before the answers are read: a future that completes in between would
+        # otherwise be read as unanswered and then not counted as moving.
+        moving = {
+            group_id
+            for futures in (described, offsets)
+            for group_id, future in futures.items()
+            if _coordinator_moving(future)
+        }
         offset_failures: dict[str, str] = {}
 
         groups = []
@@ -562,12 +570,7 @@ class KafkaAdapter:
             groups.append(_group(group_id, description, committed, self._filters, refused))
         # A group whose coordinator is moving (a broker stopped or came back) is a fact about
         # that group for this collection, like a broker that is down (GROUP_COORDINATOR_PHASE).
-        moving = {
-            group_id
-            for futures in (described, offsets)
-            for group_id, future in futures.items()
-            if _coordinator_moving(future)
-        }
+        moving &= describe_failures.keys() | offset_failures.keys()
         if moving:
             failures = {**describe_failures, **offset_failures}
             first = [f"{g}: {failures[g]}" for g in sorted(moving) if g in failures]

@@ -14,7 +14,7 @@ from kafka import errors as kafka_errors
 from benchmarks.exporter_snapshot import synthetic_snapshot
 from exporter.filters import Filters, NameFilter
 from exporter.kafka_adapter import OFFSETS_PER_CALL
-from exporter.snapshot import ClusterSnapshot
+from exporter.snapshot import GROUP_COORDINATOR_PHASE, ClusterSnapshot
 from exporter.state import derive
 from tests.conftest import SCENARIOS
 from tests.exporter.fake_kafka import FakeCluster, Faults, kafka_exception
@@ -308,3 +308,22 @@ def test_failed_kafka_python_bootstraps_do_not_leak_threads() -> None:
     for _ in range(3):
         attempt()
     assert threading.active_count() == before
+
+
+def test_groups_whose_coordinator_does_not_answer_are_reported_without_failing_the_collection() -> (
+    None
+):
+    """Issue 20 §1: a group coordinator that moves (a broker stopped or came back) leaves those
+    groups' offsets out of one collection, under phase group_coordinator; up stays 1."""
+    fake = FakeCluster(snapshot("healthy"), Faults(hang={"list_group_offsets"}))
+    adapter = fake.adapter()
+    try:
+        collected = adapter.collect(timeout=1.0)
+    finally:
+        fake.released.set()
+        adapter.close()
+    assert collected.failed_phases == {GROUP_COORDINATOR_PHASE}
+    assert collected.ok
+    (error,) = collected.errors
+    assert "whose coordinator is moving" in error.message and "timed out" in error.message
+    assert collected.groups and all(g.committed is None for g in collected.groups)
