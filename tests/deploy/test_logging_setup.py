@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
+from common.librdkafka_log import librdkafka_logger
 from common.logs import CHATTY, setup_logging
 
 
@@ -12,3 +15,16 @@ def test_http_clients_log_warnings_only_under_info() -> None:
     for name in CHATTY:
         assert not logging.getLogger(name).isEnabledFor(logging.INFO), name
         assert logging.getLogger(name).isEnabledFor(logging.WARNING), name
+
+
+def test_librdkafka_errors_it_retries_are_warnings(caplog: pytest.LogCaptureFixture) -> None:
+    """A broker stop made the exporter's record-time consumer log ERROR lines ("Connect to … failed:
+    Connection refused"): librdkafka retries those, so they are WARNINGs."""
+    logger = librdkafka_logger("test.librdkafka.levels")
+    with caplog.at_level(logging.INFO, logger="test.librdkafka.levels"):
+        logger.error("FAIL [consumer] 127.0.0.1:9092/3: Connect to ipv4#127.0.0.1:9092 failed")
+        logger.info("kept as it was")
+    assert [(r.levelname, r.getMessage()[:4]) for r in caplog.records] == [
+        ("WARNING", "FAIL"),
+        ("INFO", "kept"),
+    ]
