@@ -18,7 +18,6 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
-    NewTopic,
     ResourcePatternType,
     ResourceType,
 )
@@ -27,6 +26,7 @@ from common.kafka_config import ENV_VAR
 from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, wait_for
 from tests.realstack.kafka_cluster import SECURED_USER, KafkaCluster
+from tests.realstack.topics import create_topic
 
 pytestmark = pytest.mark.integration
 DEADLINE = 120.0
@@ -54,7 +54,7 @@ def groups(cluster: KafkaCluster) -> Iterator[tuple[str, str, str]]:
     run = uuid.uuid4().hex[:8]
     topic, allowed, denied = (f"vigia-it-acl-{run}-{n}" for n in ("topic", "allowed", "denied"))
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(timeout=60)
+    create_topic(cluster.bootstrap, topic, 3, replication=3)
     principal = f"User:{SECURED_USER}"
     bindings = [
         *_allow(

@@ -24,20 +24,15 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from exporter.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.realstack.targets import BrokerControl
+from tests.realstack.topics import create_topic
 
-pytestmark = [
-    pytest.mark.integration,
-    # Known, reported, still being proven: the fixes for these drills landed at the end of a
-    # session whose machine was too loaded to run them three times (issue 20). They run and say
-    # XPASS or XFAIL; make them strict again once they have passed in CI.
-    pytest.mark.xfail(reason="issue 20: restart drills not yet proven in CI", strict=False),
-]
+pytestmark = pytest.mark.integration
 
 GROUPS = 300
 PARTITIONS = 6
@@ -83,7 +78,7 @@ def groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
     """GROUPS groups with committed offsets on a topic of their own (no members)."""
     admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap})
     topic = f"vigia-it-{uuid.uuid4().hex[:8]}"
-    admin.create_topics([NewTopic(topic, PARTITIONS, 3)], request_timeout=60)[topic].result(60)
+    create_topic(real_kafka_bootstrap, topic, PARTITIONS, replication=3)
     names = [f"{topic}-g{n}" for n in range(GROUPS)]
     # librdkafka must never time group requests out itself: that aborts the process
     # (exporter/coordinator_requests.py); the waits are bounded here instead.
@@ -207,15 +202,28 @@ def test_up_stays_1_through_a_rolling_restart_and_the_probe_covers_every_broker_
     # Each restart moved its probe partition's leader away; the probe elects them back.
     wait_for(
         lambda: (
-            {b["broker"] for b in _cluster(exporter)["probe"]["brokers"] if b["covered"]}
+            {c["broker"] for c in _cluster(exporter)["probe"]["coverage"] if c["covered"]}
             == {1, 2, 3}
         ),
         DEADLINE,
         "every broker leading a probe partition again",
     )
+    ok = {b: _probe_ok(exporter, b) for b in (1, 2, 3)}
+    wait_for(
+        lambda: all(_probe_ok(exporter, b) >= ok[b] + 5 for b in ok),
+        DEADLINE,
+        "probes ok through every broker again",
+    )
     watch.assert_up_throughout(exporter)
     log = exporter.log_text()
     assert "handed back to their preferred leaders" in log, log
+
+
+def _probe_ok(exporter: Running, broker: int) -> int:
+    for entry in _cluster(exporter)["probe"]["brokers"]:
+        if entry["broker"] == broker:
+            return int(entry["messages"]["ok"])
+    return 0
 
 
 def test_up_stays_1_through_a_stop_of_the_active_controller(

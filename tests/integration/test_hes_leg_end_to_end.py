@@ -145,13 +145,6 @@ def _ingest(session: SparkSession, config: IngestConfig) -> None:
     IngestJob(session, config, IngestMetrics(config.query_name), preflight_kafka(config)).run()
 
 
-@pytest.mark.xfail(
-    reason=(
-        "issue 19: failed three times at load 15-50 on Spark's 'Python worker failed to connect "
-        "back'; not yet proven on a quiet CI machine"
-    ),
-    strict=False,
-)
 def test_hes_rows_reach_parquet_and_every_hop_agrees(
     env: dict[str, str],
     run_id: str,

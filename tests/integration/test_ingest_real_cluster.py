@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
 
 import pyarrow.dataset as ds
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from common import kafka_config
@@ -29,6 +29,7 @@ from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.ingest.conftest import backfill, spark, utc_day  # noqa: F401
+from tests.realstack.topics import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -38,10 +39,9 @@ PARTITIONS = 6
 @pytest.fixture
 def topic(real_kafka_bootstrap: str) -> Iterator[str]:
     name = f"vigia-it-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **kafka_config.from_env()})
-    brokers = len(admin.list_topics(timeout=10).brokers)
-    futures = admin.create_topics([NewTopic(name, PARTITIONS, min(3, brokers))], request_timeout=30)
-    futures[name].result(timeout=30)
+    options = kafka_config.from_env()
+    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap, **options})
+    create_topic(real_kafka_bootstrap, name, PARTITIONS, options=options)
     try:
         yield name
     finally:

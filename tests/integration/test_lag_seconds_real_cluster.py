@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, wait_for
+from tests.realstack.topics import create_topic
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +37,9 @@ def backlog(real_kafka_bootstrap: str) -> Iterator[tuple[str, dict[int, int]]]:
     """(topic = group name, CreateTime in ms of the record at each partition's committed offset)."""
     admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap})
     name = f"vigia-it-lagage-{uuid.uuid4().hex[:8]}"
-    brokers = len(admin.list_topics(timeout=30).brokers)
-    topic = NewTopic(
-        name, PARTITIONS, min(3, brokers), config={"message.timestamp.type": "CreateTime"}
+    create_topic(
+        real_kafka_bootstrap, name, PARTITIONS, config={"message.timestamp.type": "CreateTime"}
     )
-    admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
     try:
         created: dict[tuple[int, int], int] = {}
 

@@ -14,6 +14,8 @@ Where each target comes from, in order:
 
 from __future__ import annotations
 
+import faulthandler
+import gc
 import os
 import sys
 import time
@@ -47,6 +49,7 @@ STOP_ENV, START_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP", "VIGIA_TEST_KAFKA_BROKER_S
 CONNECT_URL_ENV, CONNECT_JMX_ENV = "VIGIA_TEST_CONNECT_URL", "VIGIA_TEST_CONNECT_JMX_URL"
 HES_DSN_ENV, HES_WRITER_ENV = "VIGIA_TEST_HES_DSN", "VIGIA_TEST_HES_WRITER_DSN"
 HES_STOP_ENV, HES_START_ENV = "VIGIA_TEST_HES_STOP", "VIGIA_TEST_HES_START"
+SHUTDOWN_SECONDS = 120
 NO_KAFKA = (
     f"no real Kafka: set {KAFKA_HOME_ENV} to an Apache Kafka distribution (the tests start a "
     f"cluster) or {BOOTSTRAP_ENV} to your own cluster"
@@ -175,6 +178,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.failed and stack is not None:
         for process in stack.processes():
             report.sections.append((f"real stack: {process.log}", process.tail(15)))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """A failed test's frames (kept in sys.last_traceback for post-mortem debugging) hold its
+    Kafka clients; they are released now, while the cluster and the interpreter are both alive,
+    not in the interpreter's shutdown, where destroying a librdkafka handle can hang."""
+    if getattr(sys, "last_traceback", None) is not None:
+        sys.last_type = sys.last_value = sys.last_traceback = None  # type: ignore[assignment]
+        gc.collect()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """If the test process's own shutdown hangs anyway (a native handle's destructor), every
+    thread's stack is printed and the process exits 1 after two minutes, not at CI's timeout."""
+    faulthandler.dump_traceback_later(SHUTDOWN_SECONDS, exit=True, file=sys.__stderr__)
 
 
 # -- Kafka ----------------------------------------------------------------------------------------
