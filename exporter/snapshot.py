@@ -7,12 +7,13 @@ equal and the JSON is stable.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from common.kafka_errors import AUTHORIZATION, kind_of
+from common.kafka_errors import ACCESS_KINDS, AUTHORIZATION, kind_of
 
 # Collection phases, in the order the adapter runs them. Each one fails on its own: its data is
 # missing from the snapshot and its error is listed in `ClusterSnapshot.errors`.
@@ -214,11 +215,27 @@ class ClusterSnapshot:
     def ok(self) -> bool:
         """Every phase succeeded, but for groups the exporter is not authorized to see: those are
         facts about its permissions (listed in `errors`), not a failure to do its job."""
-        return all(
-            (e.phase in PERMISSION_PHASES and kind_of(e.message) == AUTHORIZATION)
-            or e.phase == GROUP_COORDINATOR_PHASE
+        return all(_excused(e) for e in self.errors)
+
+    @property
+    def ok_but_for_moving_brokers(self) -> bool:
+        """`ok`, or every other error is of the kind a broker that stops, is away or comes back
+        causes elsewhere in the collection: a request that waited for it until the deadline, a
+        leader or coordinator moving off or back onto it. Never an access error."""
+        return self.has_metadata and all(
+            _excused(e)
+            or (kind_of(e.message) not in ACCESS_KINDS and _BROKER_MOTION.search(e.message))
             for e in self.errors
         )
+
+
+_BROKER_MOTION = re.compile(r"timed?[ _]?out|not ?ready|connection|coordinator|leader", re.I)
+
+
+def _excused(error: PhaseError) -> bool:
+    return (
+        error.phase in PERMISSION_PHASES and kind_of(error.message) == AUTHORIZATION
+    ) or error.phase == GROUP_COORDINATOR_PHASE
 
 
 def min_insync_replicas(topic: Topic, broker_default: int | None) -> int | None:

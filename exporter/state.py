@@ -161,7 +161,15 @@ class ExporterState:
 
     @property
     def up(self) -> bool:
-        return self.snapshot.ok
+        """Whether the exporter did its job. While a broker is down or not answering (absent
+        from the metadata the cluster expects it in, or its per-broker requests failing), what
+        that causes elsewhere in the collection (a request that waited for it, a leader or
+        coordinator moving) is the cluster's state, reported as such, not the exporter's failure.
+        """
+        if self.snapshot.ok:
+            return True
+        moving = bool(self.snapshot.broker_failures) or not all(self.broker_up.values())
+        return moving and self.snapshot.ok_but_for_moving_brokers
 
 
 def _frozen(d: Mapping[K, V]) -> Mapping[K, V]:

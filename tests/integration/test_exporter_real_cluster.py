@@ -8,10 +8,8 @@ Written for a shared, busy cluster: other tenants create and delete topics and g
 are live, the machine is loaded. So values are compared with the cluster's answers taken before
 the collection that is read started (its `collected_at` in /api/v1/cluster) and after it was
 served, only topics that existed throughout are compared, and every condition is waited for with
-a deadline instead of being checked once.
-
-One test stops a broker and starts it again through the `broker_control` fixture (the harness's
-cluster, or VIGIA_TEST_KAFKA_BROKER_STOP / _START on a user's own: tests/realstack/targets.py).
+a deadline instead of being checked once. Brokers that stop and return:
+tests/integration/test_exporter_restarts_real_cluster.py.
 """
 
 from __future__ import annotations
@@ -42,7 +40,6 @@ from confluent_kafka.admin import (
 
 from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
-from tests.realstack.targets import BrokerControl
 from tests.realstack.topics import create_topic
 
 pytestmark = pytest.mark.integration
@@ -516,57 +513,3 @@ def test_a_group_that_stops_committing_while_producers_continue_turns_err_stop(
         _delete_topic(admin, name)
         for future in admin.delete_consumer_groups([name], request_timeout=30).values():
             future.result(timeout=30)
-
-
-def test_a_stopped_broker_is_reported_down_and_the_exporter_stays_up(
-    real_kafka_bootstrap: str, broker_control: BrokerControl, tmp_path: Path
-) -> None:
-    """Issue 10 §1 end to end: up stays 1, kafka_broker_up is 0 for the stopped broker, one log
-    line when it leaves and one when it is back, and everything recovers."""
-    args = ("--bootstrap-servers", real_kafka_bootstrap, "--collection-interval", "2")
-    with exporter_process(
-        tmp_path / "exporter.log", *args, "--collection-timeout", "15", "--no-probe"
-    ) as exp:
-        _scrape_when_up(exp)
-        doc = exp.get("/api/v1/cluster").json()
-        online = sorted(b["id"] for b in doc["brokers"] if b["online"])
-        if len(online) < 3:
-            pytest.skip(f"only brokers {online}: stopping one could make the cluster unavailable")
-        # Not the active controller: its election would add nothing to what is tested here.
-        broker = max(b for b in online if b != doc["cluster"]["controller_id"])
-        broker_control.stop(broker)
-        try:
-
-            def reported_down() -> Samples | None:
-                found = exp.metrics()
-                down = value(found, "kafka_broker_up", broker=str(broker)) == 0
-                return found if down and value(found, "vigia_exporter_up") == 1 else None
-
-            found = wait_for(reported_down, DEADLINE, f"broker {broker} down with up 1")
-            assert isinstance(found, dict)
-            assert value(found, "kafka_brokers") == len(online) - 1
-            # While it stays down, collections keep succeeding: it is asked nothing.
-            errors_before = value(found, "vigia_exporter_collection_errors_total", phase="log_dirs")
-            still = _scrape_when_up(exp, started_after=time.time())
-            assert value(still, "kafka_broker_up", broker=str(broker)) == 0
-            errors_after = value(still, "vigia_exporter_collection_errors_total", phase="log_dirs")
-            assert errors_after == errors_before
-            (entry,) = [
-                b for b in exp.get("/api/v1/cluster").json()["brokers"] if b["id"] == broker
-            ]
-            assert (entry["online"], entry["log_dirs_error"]) == (False, None)
-        finally:
-            broker_control.start(broker)
-
-        def back() -> bool:
-            found = exp.metrics()
-            return (
-                value(found, "kafka_broker_up", broker=str(broker)) == 1
-                and value(found, "vigia_exporter_up") == 1
-            )
-
-        wait_for(back, 300, f"broker {broker} back with up 1")
-        log = exp.log_text()
-        assert log.count(f"broker {broker} is down") == 1, log
-        assert log.count(f"broker {broker} is back in the metadata") == 1, log
-        assert "blocking the event loop" not in log

@@ -1,9 +1,9 @@
-"""Every component on a secured listener, with the right and a wrong password; the probe through a
-rolling restart. On a real cluster's secured listener (tests/realstack's `secured_target`: the
-harness's SASL_SSL listener with SCRAM-SHA-512 and its own CA, or a user's, named by
+"""Every component on a secured listener, with the right and a wrong password (the exporter through
+a rolling restart on it: tests/integration/test_exporter_restarts_real_cluster.py). On a real
+cluster's secured listener (tests/realstack's `secured_target`: the harness's SASL_SSL listener
+with SCRAM-SHA-512 and its own CA, or a user's, named by
 VIGIA_TEST_KAFKA_SECURED_BOOTSTRAP_SERVERS and VIGIA_TEST_KAFKA_OPTIONS, the client settings as
 VIGIA_KAFKA_OPTIONS takes them); the principal needs the README's ACLs for all three components.
-The restart test also stops and starts brokers (`broker_control`).
 
 Written for a busy shared cluster: every topic and group is named vigia-it-<random> and deleted at
 the end, conditions are awaited with deadlines, counts are compared with values taken before.
@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 from common.kafka_config import ENV_VAR
 from tests.exporter.exposition import value
 from tests.exporter.live import Running, exporter_process, wait_for
-from tests.realstack.targets import BrokerControl, SecuredTarget
+from tests.realstack.targets import SecuredTarget
 from tests.realstack.topics import create_topic
 
 pytestmark = pytest.mark.integration
@@ -197,92 +197,3 @@ def _probe(exporter: Running) -> dict[str, Any]:
         return {"status": "starting", "coverage": [], "brokers": []}
     probe: dict[str, Any] = exporter.get("/api/v1/cluster").json()["probe"]
     return probe
-
-
-# --- rolling restart ---------------------------------------------------------------------------
-
-
-def _not_ok(probe: dict[str, Any], broker: int) -> int:
-    for entry in probe["brokers"]:
-        if entry["broker"] == broker:
-            return int(entry["messages"]["failed"] + entry["messages"]["lost"])
-    return 0
-
-
-def _covered(probe: dict[str, Any]) -> dict[int, bool]:
-    return {c["broker"]: c["covered"] for c in probe["coverage"]}
-
-
-def test_the_probe_covers_every_broker_again_after_a_rolling_restart(
-    bootstrap: str,
-    options: dict[str, str],
-    broker_control: BrokerControl,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    stop, start = broker_control.stop, broker_control.start
-    probe_topic = f"vigia-it-probe-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv(ENV_VAR, env_with(options)[ENV_VAR])
-    admin = AdminClient({"bootstrap.servers": bootstrap, **options})
-    try:
-        with exporter_process(
-            tmp_path / "exporter.log",
-            *("--bootstrap-servers", bootstrap, "--probe-topic", probe_topic),
-            *("--collection-interval", "5", "--probe-interval", "1", "--probe-deadline", "5"),
-        ) as exporter:
-            wait_for(
-                lambda: _covered(_probe(exporter)) and all(_covered(_probe(exporter)).values()),
-                180,
-                "the probe to cover every broker",
-            )
-            brokers = sorted(_covered(_probe(exporter)))
-            for broker in brokers:
-                before = _not_ok(_probe(exporter), broker)
-                stop(broker)
-                try:
-                    # Seen within a refresh: its probe partition fails over to another replica, so
-                    # it is reported uncovered, or the probes sent to it meanwhile failed.
-                    wait_for(
-                        lambda b=broker, n=before: _seen_down(_probe(exporter), b, n),
-                        120,
-                        f"broker {broker} uncovered or its probes failed while it is stopped",
-                    )
-                finally:
-                    start(broker)
-                # Back in every probe partition's ISR before the next broker goes down.
-                wait_for(
-                    lambda b=broker: all(
-                        b in p.isrs
-                        for p in admin.list_topics(probe_topic, timeout=15)
-                        .topics[probe_topic]
-                        .partitions.values()
-                        if b in p.replicas
-                    ),
-                    300,
-                    f"broker {broker} back in sync",
-                )
-            # Leadership drifted with each restart; the runner elects the preferred leaders back.
-            wait_for(
-                lambda: all(_covered(_probe(exporter)).values()),
-                300,
-                "every broker covered again (needs Alter on the cluster; see the exporter log)",
-            )
-            counts = {b: _probe_ok(exporter, b) for b in brokers}
-            wait_for(
-                lambda: all(_probe_ok(exporter, b) >= counts[b] + 5 for b in brokers),
-                120,
-                "probes ok through every broker again",
-            )
-    finally:
-        admin.delete_topics([probe_topic], operation_timeout=30)[probe_topic].exception(60)
-
-
-def _seen_down(probe: dict[str, Any], broker: int, failures_before: int) -> bool:
-    return not _covered(probe).get(broker, True) or _not_ok(probe, broker) > failures_before
-
-
-def _probe_ok(exporter: Running, broker: int) -> int:
-    for entry in _probe(exporter)["brokers"]:
-        if entry["broker"] == broker:
-            return int(entry["messages"]["ok"])
-    return 0

@@ -1,0 +1,56 @@
+"""`vigia_exporter_up` while brokers come and go (issue 20): the errors a broker's stop or return
+causes elsewhere in a collection are the cluster's state; anything else still fails it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from exporter.snapshot import BrokerLogDirs, ClusterSnapshot, PhaseError
+from exporter.state import derive
+from tests.exporter.test_exporter_state import _snap
+
+# Recorded on the real cluster in the collection during which broker 1 stopped.
+WHILE_A_BROKER_STOPS = (
+    PhaseError("configs", "1 of 18 resources failed, first: 1: KafkaError _TIMED_OUT: Failed "),
+    PhaseError("groups", "ListGroups: KafkaError _TIMED_OUT: Local: Timed out"),
+    PhaseError("offsets", "2 of 796 partition offsets failed, first: latest: timed out"),
+)
+LOG_DIRS_OF_1_FAILED = (BrokerLogDirs(1, "NodeNotReadyError: 1", ()),)
+
+
+def _collection(
+    errors: tuple[PhaseError, ...], log_dirs: tuple[BrokerLogDirs, ...] = ()
+) -> ClusterSnapshot:
+    return replace(_snap(100.0, {"t": [(1, 10), (2, 10)]}, errors=errors), log_dirs=log_dirs)
+
+
+def test_errors_a_stopping_broker_causes_keep_up_1_when_its_own_requests_fail() -> None:
+    snapshot = _collection(WHILE_A_BROKER_STOPS, log_dirs=LOG_DIRS_OF_1_FAILED)
+    assert not snapshot.ok
+    assert derive(None, snapshot).up
+
+
+def test_the_same_errors_with_every_broker_answering_are_a_failure() -> None:
+    assert not derive(None, _collection(WHILE_A_BROKER_STOPS)).up
+
+
+def test_a_broker_the_cluster_expects_but_the_metadata_lacks_excuses_them_too() -> None:
+    snapshot = _collection(WHILE_A_BROKER_STOPS)
+    without_3 = replace(snapshot, brokers=tuple(b for b in snapshot.brokers if b.id != 3))
+    assert derive(None, without_3).up
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        PhaseError("groups", "ListGroups: KafkaError _TRANSPORT: SASL authentication error: x"),
+        PhaseError("configs", "1 of 18 resources failed, first: t: Broker: Topic authorization"),
+        PhaseError("cluster", "ValueError: unexpected answer"),
+        PhaseError("metadata", "KafkaError _TIMED_OUT: Local: Timed out"),
+    ],
+)
+def test_access_errors_other_failures_and_no_metadata_still_fail_it(error: PhaseError) -> None:
+    snapshot = _collection((*WHILE_A_BROKER_STOPS, error), log_dirs=LOG_DIRS_OF_1_FAILED)
+    assert not derive(None, snapshot).up
