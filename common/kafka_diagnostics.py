@@ -35,7 +35,14 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from common.kafka_errors import ACCESS_KINDS, TLS, TRANSPORT, Problem, classify
+from common.kafka_errors import (
+    ACCESS_KINDS,
+    NOT_A_TLS_LISTENER,
+    TLS,
+    TRANSPORT,
+    Problem,
+    classify,
+)
 from common.librdkafka_log import librdkafka_logger
 
 _SLICE_SECONDS = 0.5
@@ -96,6 +103,7 @@ class KafkaDiagnostics:
         self._problem: Problem | None = None
         self._access: tuple[Problem, float] | None = None
         self._reported: set[str] = set()
+        self._answered = False
 
     def client_config(self) -> dict[str, Any]:
         return {"logger": self, "error_cb": self.on_error}
@@ -113,6 +121,10 @@ class KafkaDiagnostics:
         if access is None or time.monotonic() - access[1] > _ACCESS_MEMORY_SECONDS:
             return None
         return access[0]
+
+    def answered(self) -> None:
+        """The cluster answered with these settings: its listeners speak what they ask for."""
+        self._answered = True
 
     def explain(self, text: str, code: int | None = None) -> str:
         """`text` (a failed call's error), led by the cause when one is known: a timeout or a
@@ -143,6 +155,13 @@ class KafkaDiagnostics:
             return
         if problem.kind == TLS and _UNVERIFIED in problem.summary:
             problem = self._refined(problem, text)
+        if self._answered and NOT_A_TLS_LISTENER in problem.summary:
+            # Once TLS has worked, a handshake cut short is a broker stopping or restarting.
+            problem = Problem(
+                TRANSPORT,
+                f"a broker closed the connection during the TLS handshake "
+                f"(stopping or restarting?): {text}",
+            )
         with self._lock:
             self._problem = problem
             if problem.kind in ACCESS_KINDS:
@@ -205,9 +224,12 @@ def wait_for_metadata(
         slice_seconds = max(0.05, min(slice_limit, give_up - started))
         slice_limit *= 2
         try:
-            return client.list_topics(topic, timeout=slice_seconds)
+            metadata = client.list_topics(topic, timeout=slice_seconds)
         except Exception as exc:  # KafkaException
             last_exception = exc
+        else:
+            diagnostics.answered()
+            return metadata
         client.poll(0)
         access = diagnostics.access_problem()
         if access is not None:

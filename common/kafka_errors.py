@@ -51,6 +51,9 @@ _CODES: Final[dict[int, str]] = {
     -185: TRANSPORT,  # _TIMED_OUT
 }
 
+# librdkafka's guess for a connection closed during the TLS handshake: what a PLAINTEXT listener
+# does, and also what a broker that is stopping does (common/kafka_diagnostics.py tells them apart).
+NOT_A_TLS_LISTENER: Final = "the listener does not speak TLS: security.protocol asks for it"
 # Most specific first: a TLS failure is also a "transport failure" for librdkafka.
 _TLS_REASONS: Final = (
     (
@@ -79,10 +82,7 @@ _TLS_REASONS: Final = (
         re.compile(r"client (ssl )?authentication might be required|alert bad certificate", re.I),
         "the broker requires a client certificate (ssl.certificate.location, ssl.key.location)",
     ),
-    (
-        re.compile(r"connecting to a plaintext broker listener", re.I),
-        "the listener does not speak TLS: security.protocol asks for it",
-    ),
+    (re.compile(r"connecting to a plaintext broker listener", re.I), NOT_A_TLS_LISTENER),
     (
         re.compile(r"connecting to a ssl listener|wrong version number", re.I),
         "the listener speaks TLS: security.protocol does not (SSL or SASL_SSL)",

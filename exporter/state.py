@@ -161,15 +161,22 @@ class ExporterState:
 
     @property
     def up(self) -> bool:
-        """Whether the exporter did its job. While a broker is down or not answering (absent
-        from the metadata the cluster expects it in, or its per-broker requests failing), what
-        that causes elsewhere in the collection (a request that waited for it, a leader or
-        coordinator moving) is the cluster's state, reported as such, not the exporter's failure.
-        """
+        """Whether the exporter did its job. While a broker is stopping, down or coming back
+        (out of some ISR it belongs to, absent from the metadata the cluster expects it in, or
+        failing its per-broker requests), what that causes elsewhere in the collection (a request
+        that waited for it, a leader or coordinator moving) is the cluster's state, reported as
+        such, not the exporter's failure."""
         if self.snapshot.ok:
             return True
-        moving = bool(self.snapshot.broker_failures) or not all(self.broker_up.values())
-        return moving and self.snapshot.ok_but_for_moving_brokers
+        return self._brokers_moving() and self.snapshot.ok_but_for_moving_brokers
+
+    def _brokers_moving(self) -> bool:
+        snapshot = self.snapshot
+        return (
+            bool(snapshot.broker_failures)
+            or not all(self.broker_up.values())
+            or any(len(p.isr) < len(p.replicas) for t in snapshot.topics for p in t.partitions)
+        )
 
 
 def _frozen(d: Mapping[K, V]) -> Mapping[K, V]:

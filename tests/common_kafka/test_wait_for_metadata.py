@@ -107,3 +107,34 @@ def test_a_topic_that_never_appears_is_none_after_the_timeout() -> None:
     began = time.monotonic()
     assert wait_for_topic(Spreading(10**9), diagnostics, timeout=1.2, topic="measure") is None
     assert 0.6 < time.monotonic() - began < 1.5
+
+
+HANDSHAKE_CUT = (
+    "sasl_ssl://127.0.0.1:9093/2: SSL handshake failed: Disconnected: connection reset by peer "
+    "(connecting to a PLAINTEXT broker listener?) (after 2ms in state SSL_HANDSHAKE)"
+)
+
+
+def test_a_handshake_cut_short_is_a_wrong_listener_before_the_cluster_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    diagnostics = KafkaDiagnostics({}, "test.tls.librdkafka")
+    diagnostics.log(logging.ERROR, HANDSHAKE_CUT)
+    access = diagnostics.access_problem()
+    assert access is not None and "does not speak TLS" in access.summary
+    assert any(r.levelno == logging.ERROR for r in caplog.records)
+
+
+def test_once_the_cluster_answered_over_tls_it_is_a_broker_going_away(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 20: a broker stopping mid-handshake during a rolling restart paged as a wrong
+    security.protocol (an ERROR line, and the next collection gave up: up 0)."""
+    diagnostics = KafkaDiagnostics({}, "test.tls.librdkafka")
+    assert wait_for_metadata(Client(0.1, diagnostics), diagnostics, timeout=5) == "metadata"
+    diagnostics.log(logging.ERROR, HANDSHAKE_CUT)
+    assert diagnostics.access_problem() is None
+    problem = diagnostics.problem
+    assert problem is not None and problem.kind == "transport"
+    assert "stopping or restarting" in problem.summary
+    assert not any(r.levelno == logging.ERROR for r in caplog.records)

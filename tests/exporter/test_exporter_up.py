@@ -42,6 +42,13 @@ def test_a_broker_the_cluster_expects_but_the_metadata_lacks_excuses_them_too() 
     assert derive(None, without_3).up
 
 
+def test_a_broker_leaving_the_isrs_while_still_in_the_metadata_excuses_them_too() -> None:
+    """A controlled shutdown: leaders move off the broker and it leaves the ISRs before it leaves
+    the metadata; requests sent to it meanwhile time out."""
+    snapshot = _snap(100.0, {"t": [(2, 10), (3, 10)]}, isr=(2, 3), errors=WHILE_A_BROKER_STOPS)
+    assert derive(None, snapshot).up
+
+
 @pytest.mark.parametrize(
     "error",
     [
