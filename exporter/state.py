@@ -134,6 +134,9 @@ class ExporterState:
     broker_counts: Mapping[int, BrokerCounts]  # every broker in metadata or holding a replica
     # Every broker the cluster expects -> whether it is in the metadata; empty without metadata.
     broker_up: Mapping[int, bool]
+    # Brokers that went down or came back since the previous collection: their partitions'
+    # leaders and their groups' coordinators are still moving in this one.
+    brokers_changed: frozenset[int]
     topic_broker_leaders: Mapping[tuple[str, int], int]  # (topic, broker) for replica holders
     replica_sizes: Mapping[tuple[str, int, int], int]  # (topic, partition, broker) -> bytes
     # Sums of the known replica sizes; a topic is absent when none of its sizes is known.
@@ -162,10 +165,10 @@ class ExporterState:
     @property
     def up(self) -> bool:
         """Whether the exporter did its job. While a broker is stopping, down or coming back
-        (out of some ISR it belongs to, absent from the metadata the cluster expects it in, or
-        failing its per-broker requests), what that causes elsewhere in the collection (a request
-        that waited for it, a leader or coordinator moving) is the cluster's state, reported as
-        such, not the exporter's failure."""
+        (out of some ISR it belongs to, absent from the metadata the cluster expects it in, back
+        in it since the previous collection, or failing its per-broker requests), what that
+        causes elsewhere in the collection (a request that waited for it, a leader or coordinator
+        moving) is the cluster's state, reported as such, not the exporter's failure."""
         if self.snapshot.ok:
             return True
         return self._brokers_moving() and self.snapshot.ok_but_for_moving_brokers
@@ -174,6 +177,7 @@ class ExporterState:
         snapshot = self.snapshot
         return (
             bool(snapshot.broker_failures)
+            or bool(self.brokers_changed)
             or not all(self.broker_up.values())
             or any(len(p.isr) < len(p.replicas) for t in snapshot.topics for p in t.partitions)
         )
@@ -236,6 +240,7 @@ def derive(
         history.offsets, snapshot.collected_at, group_lags, record_times
     )
     lag_status, group_status = _lag_status(history.lag_status, snapshot, group_lags)
+    broker_up = _broker_up(snapshot)
     return ExporterState(
         snapshot=snapshot,
         collections_total=(previous.collections_total if previous else 0) + 1,
@@ -254,7 +259,8 @@ def derive(
         min_isr=_frozen(min_isr),
         partition_status=_frozen(_partition_status(snapshot.topics, min_isr)),
         broker_counts=_frozen(broker_counts),
-        broker_up=_frozen(_broker_up(snapshot)),
+        broker_up=_frozen(broker_up),
+        brokers_changed=_changed(previous.broker_up if previous else {}, broker_up),
         topic_broker_leaders=_frozen(_topic_broker_leaders(snapshot.topics)),
         replica_sizes=_frozen(replica_sizes),
         topic_size_bytes=_frozen(topic_size),
@@ -400,6 +406,13 @@ def _broker_up(snapshot: ClusterSnapshot) -> dict[int, bool]:
         if voters & live:
             expected |= voters
     return {b: b in live for b in sorted(expected)}
+
+
+def _changed(before: Mapping[int, bool], now: Mapping[int, bool]) -> frozenset[int]:
+    """Brokers whose state differs; none at the first collection, which has nothing to compare."""
+    if not before:
+        return frozenset()
+    return frozenset(b for b in before.keys() | now.keys() if before.get(b) != now.get(b))
 
 
 def _topic_broker_leaders(topics: tuple[Topic, ...]) -> dict[tuple[str, int], int]:

@@ -49,6 +49,17 @@ def test_a_broker_leaving_the_isrs_while_still_in_the_metadata_excuses_them_too(
     assert derive(None, snapshot).up
 
 
+def test_a_broker_back_in_the_metadata_since_the_previous_collection_excuses_them_too() -> None:
+    """Its groups' coordinators load and its share of ListGroups waits, in the collection that
+    first sees it again; ISRs and per-broker answers may already be whole."""
+    before = _collection(())
+    away = replace(before, brokers=tuple(b for b in before.brokers if b.id != 3))
+    back = derive(derive(None, away), _collection(WHILE_A_BROKER_STOPS))
+    assert back.brokers_changed == {3}
+    assert back.up
+    assert not derive(back, _collection(WHILE_A_BROKER_STOPS)).up  # one collection later
+
+
 @pytest.mark.parametrize(
     "error",
     [
