@@ -19,7 +19,7 @@ import time
 from confluent_kafka import Producer
 
 from common.logs import setup_logging
-from exporter.record_time import RecordBudget
+from exporter.model.record_time import RecordBudget
 from exporter.record_time_adapter import RecordTimeReader
 
 log = logging.getLogger("benchmarks.record_time_read")

@@ -24,7 +24,7 @@ from typing import Any
 import pymysql
 
 from common.hes import Dsn, connect, epoch_seconds
-from exporter.pipeline_hops import HesReading
+from exporter.model.pipeline_hops import HesReading
 
 NEWEST_ROW = "SELECT MAX(ts) FROM measure"
 DAY_ROWS = "SELECT measure_date, COUNT(*) FROM measure WHERE measure_date IN %s GROUP BY 1"

@@ -51,9 +51,9 @@ from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_fo
 from common.kafka_errors import AUTHORIZATION, kind_of
 from exporter.capabilities import CapabilityTracker, is_unsupported
 from exporter.coordinator_requests import CoordinatorRequests, StillWaiting
-from exporter.filters import Filters
 from exporter.kafka_python_log import quiet_kafka_python
-from exporter.snapshot import (
+from exporter.model.filters import Filters
+from exporter.model.snapshot import (
     GROUP_COORDINATOR_PHASE,
     Broker,
     BrokerLogDirs,

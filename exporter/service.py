@@ -16,10 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from exporter.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.snapshot import COLLECTION_PHASE, ClusterSnapshot, PhaseError, empty_snapshot
+from exporter.model.state import ExporterState, History, derive
 from exporter.probe.runner import ProbeRunner
-from exporter.snapshot import COLLECTION_PHASE, ClusterSnapshot, PhaseError, empty_snapshot
-from exporter.state import ExporterState, History, derive
 
 log = logging.getLogger(__name__)
 

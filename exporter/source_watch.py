@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from exporter.hes_adapter import HesError
-from exporter.pipeline_hops import HesReading, SourceLook, counts_due, watched_days
+from exporter.model.pipeline_hops import HesReading, SourceLook, counts_due, watched_days
 from exporter.topic_tail_adapter import TopicTailError
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from common.librdkafka_log import librdkafka_logger
-from exporter.pipeline_hops import measure_ts
+from exporter.model.pipeline_hops import measure_ts
 
 librdkafka_log = librdkafka_logger("exporter.librdkafka")
 

@@ -17,8 +17,8 @@ import pytest
 
 from common.kafka_config import ENV_VAR, from_env
 from exporter.collectors import exposition
-from exporter.filters import Filters
 from exporter.kafka_adapter import KafkaAdapter
+from exporter.model.filters import Filters
 from exporter.probe.runner import ProbeRunner, ProbeSettings
 from exporter.service import CollectionService
 from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError

@@ -17,7 +17,7 @@ import httpx
 import uvicorn
 
 from exporter.app import create_app
-from exporter.granularity import FULL, Granularity
+from exporter.model.granularity import FULL, Granularity
 from exporter.service import CollectionService
 from tests.conftest import free_port
 from tests.exporter.exposition import Samples, samples

@@ -12,10 +12,10 @@ from confluent_kafka import KafkaError
 from kafka import errors as kafka_errors
 
 from benchmarks.exporter_snapshot import synthetic_snapshot
-from exporter.filters import Filters, NameFilter
 from exporter.kafka_adapter import OFFSETS_PER_CALL
-from exporter.snapshot import GROUP_COORDINATOR_PHASE, ClusterSnapshot
-from exporter.state import derive
+from exporter.model.filters import Filters, NameFilter
+from exporter.model.snapshot import GROUP_COORDINATOR_PHASE, ClusterSnapshot
+from exporter.model.state import derive
 from tests.conftest import SCENARIOS
 from tests.exporter.fake_kafka import FakeCluster, Faults, kafka_exception
 from tests.exporter.recorded import snapshot

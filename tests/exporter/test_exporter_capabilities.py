@@ -12,8 +12,8 @@ from kafka import errors as kafka_errors
 from exporter.capabilities import CapabilityTracker, is_unsupported
 from exporter.collectors import render
 from exporter.kafka_python_log import SELECTOR_LOGGER, quiet_kafka_python
-from exporter.snapshot import Quorum, QuorumReplica
-from exporter.state import derive
+from exporter.model.snapshot import Quorum, QuorumReplica
+from exporter.model.state import derive
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import kafka_exception
 from tests.exporter.recorded import snapshot

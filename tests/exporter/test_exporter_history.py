@@ -11,10 +11,9 @@ import pytest
 
 from exporter import api
 from exporter.collectors import render
-from exporter.granularity import FULL
-from exporter.lag_status import GroupStatus, PartitionStatus
-from exporter.recording import Replayed, replay
-from exporter.snapshot import (
+from exporter.model.granularity import FULL
+from exporter.model.lag_status import GroupStatus, PartitionStatus
+from exporter.model.snapshot import (
     Broker,
     ClusterSnapshot,
     CommittedOffset,
@@ -26,7 +25,8 @@ from exporter.snapshot import (
     TopicPartitionRef,
     empty_snapshot,
 )
-from exporter.state import ExporterState, History, derive
+from exporter.model.state import ExporterState, History, derive
+from exporter.recording import Replayed, replay
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.recorded import fixture_path

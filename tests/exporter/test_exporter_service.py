@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from exporter.app import create_app
-from exporter.granularity import DEFAULT, FULL, Granularity
+from exporter.model.granularity import DEFAULT, FULL, Granularity
+from exporter.model.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
 from exporter.service import GRACE_SECONDS, CollectionService
-from exporter.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot

@@ -1,5 +1,5 @@
-"""Lag seconds from record timestamps: the pure planning and combining (exporter/record_time.py),
-and `derive` using them, on hand-made snapshots."""
+"""Lag seconds from record timestamps: the pure planning and combining
+(exporter/model/record_time.py), and `derive` using them, on hand-made snapshots."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from exporter import api
 from exporter.collectors import render
-from exporter.record_time import (
+from exporter.model.record_time import (
     CAUGHT_UP,
     EXTRAPOLATED,
     INTERPOLATED,
@@ -25,9 +25,7 @@ from exporter.record_time import (
     method_counts,
     plan_reads,
 )
-from exporter.record_time_adapter import RecordTimeReader
-from exporter.service import CollectionService
-from exporter.snapshot import (
+from exporter.model.snapshot import (
     Broker,
     ClusterSnapshot,
     CommittedOffset,
@@ -37,7 +35,9 @@ from exporter.snapshot import (
     RecordTime,
     Topic,
 )
-from exporter.state import ExporterState, History, derive
+from exporter.model.state import ExporterState, History, derive
+from exporter.record_time_adapter import RecordTimeReader
+from exporter.service import CollectionService
 from tests.exporter.exposition import samples, value
 
 NOW = 1_800_000_000.0

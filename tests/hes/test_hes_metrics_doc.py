@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from exporter.collectors import render_source
-from exporter.pipeline_hops import HesReading
+from exporter.model.pipeline_hops import HesReading
 from exporter.source_watch import SourceWatcher
 from tests.metrics_doc import documented, served
 
