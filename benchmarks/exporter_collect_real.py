@@ -23,7 +23,7 @@ from tests.realstack.kafka_cluster import KafkaCluster
 MEASURE = """
 import statistics, sys, time
 from exporter.model.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
 adapter = KafkaAdapter(sys.argv[1], {}, Filters())
 adapter.collect(10)  # connections, kafka-python's bootstrap
 cpu, wall, ok = [], [], 0

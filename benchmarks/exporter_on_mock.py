@@ -17,7 +17,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
 from exporter.model.filters import Filters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

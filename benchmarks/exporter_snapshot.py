@@ -41,7 +41,7 @@ from common.logs import setup_logging
 from exporter import api
 from exporter.cli import tune_gc
 from exporter.collectors import render, render_probe
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
 from exporter.model.filters import Filters
 from exporter.model.granularity import DEFAULT, FULL, Granularity, Level, Replicas
 from exporter.model.lag_status import DEFAULT_WINDOW_SIZE

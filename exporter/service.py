@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 Collect = Callable[[float], ClusterSnapshot]
 # A step run after the collection in the same worker and timeout, e.g. reading record timestamps
-# (exporter/record_time_adapter.py): (snapshot, previous state, seconds left) -> snapshot.
+# (exporter/kafka/record_times.py): (snapshot, previous state, seconds left) -> snapshot.
 Enrich = Callable[[ClusterSnapshot, ExporterState | None, float], ClusterSnapshot]
 # The adapter bounds its own calls by the timeout; this grace lets it return its per-phase errors.
 GRACE_SECONDS = 1.0

@@ -20,8 +20,8 @@ from dataclasses import replace
 from typing import Protocol
 
 from exporter.hes_adapter import HesError
+from exporter.kafka.topic_tail import TopicTailError
 from exporter.model.pipeline_hops import HesReading, SourceLook, counts_due, watched_days
-from exporter.topic_tail_adapter import TopicTailError
 
 log = logging.getLogger(__name__)
 

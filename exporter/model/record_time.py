@@ -1,6 +1,6 @@
 """Lag seconds from record timestamps: which committed offsets to read, and how a read combines
 with the offset-history estimate (exporter/model/lag_seconds.py). Pure logic, no I/O; the reads
-are done by exporter/record_time_adapter.py. Method, costs and budget: docs/lag.md.
+are done by exporter/kafka/record_times.py. Method, costs and budget: docs/lag.md.
 
 The age of a group's oldest unconsumed message is `now − timestamp` of the first record at or
 after its committed offset `C`. That needs no history, so it is right on the exporter's first

@@ -17,7 +17,7 @@ import pytest
 
 from common.kafka_config import ENV_VAR, from_env
 from exporter.collectors import exposition
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
 from exporter.model.filters import Filters
 from exporter.probe.runner import ProbeRunner, ProbeSettings
 from exporter.service import CollectionService

@@ -41,7 +41,7 @@ from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
 from exporter.model.filters import Filters
 from exporter.model.snapshot import ClusterSnapshot
 

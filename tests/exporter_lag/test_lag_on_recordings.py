@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from exporter.kafka.record_times import RecordTimeReader
 from exporter.model.lag_seconds import OffsetHistory
 from exporter.model.lag_status import GroupStatus, LagStatusTracker, Observation, PartitionStatus
 from exporter.model.record_time import RecordBudget
 from exporter.model.snapshot import RecordTime
 from exporter.model.state import ExporterState, History, derive
-from exporter.record_time_adapter import RecordTimeReader
 from exporter.recording import Replayed, load_snapshot, replay
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 from tests.exporter.exposition import samples, value

@@ -12,6 +12,7 @@ import pytest
 
 from exporter import api
 from exporter.collectors import render
+from exporter.kafka.record_times import RecordTimeReader
 from exporter.model.record_time import (
     CAUGHT_UP,
     EXTRAPOLATED,
@@ -36,7 +37,6 @@ from exporter.model.snapshot import (
     Topic,
 )
 from exporter.model.state import ExporterState, History, derive
-from exporter.record_time_adapter import RecordTimeReader
 from exporter.service import CollectionService
 from tests.exporter.exposition import samples, value
 
@@ -317,7 +317,7 @@ def test_the_step_reads_nothing_with_no_budget_or_no_time_and_logs_only_changes(
     none = _Reader(RecordBudget(partitions=0), {})
     assert none(snap, None, 10.0) is snap and none.asked == []
     reader = _Reader(RecordBudget(), {})
-    with caplog.at_level(logging.INFO, "exporter.record_time_adapter"):
+    with caplog.at_level(logging.INFO, "exporter.kafka.record_times"):
         assert reader(snap, None, 0.05) is snap  # less than 0.1 s left of the collection
         assert reader(snap, None, 0.05) is snap
         assert reader.asked == []

@@ -18,9 +18,9 @@ from common.hes import parse_dsn
 from exporter.api import source_json
 from exporter.collectors import render_source
 from exporter.hes_adapter import DAY_ROWS, NEWEST_ROW, HesAdapter, HesError
+from exporter.kafka.topic_tail import TopicTail, TopicTailError
 from exporter.model.pipeline_hops import HesReading, SourceLook, hop_lags, measure_ts, watched_days
 from exporter.source_watch import SourceWatcher
-from exporter.topic_tail_adapter import TopicTail, TopicTailError
 from launcher.mariadb import HesDatabase
 from tests.conftest import MockCluster, free_port
 

@@ -27,7 +27,7 @@ from typing import Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
 from common.librdkafka_log import librdkafka_logger
-from exporter.kafka_adapter import CLIENT_ID, error_text
+from exporter.kafka.adapter import CLIENT_ID, error_text
 from exporter.model.record_time import (
     PARTITION_BYTES,
     RESPONSE_BYTES,
