@@ -26,11 +26,11 @@ from exporter.collectors import render, render_probe, render_source
 from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.watcher import ConnectWatcher
 from exporter.exposition import CONTENT_TYPE
+from exporter.hes.watch import SourceWatcher
 from exporter.model.granularity import DEFAULT, Granularity
 from exporter.model.state import ExporterState
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
-from exporter.source_watch import SourceWatcher
 from exporter.version import VERSION
 
 

@@ -18,13 +18,13 @@ from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from exporter.connect.adapter import ConnectClient
 from exporter.connect.watcher import ConnectWatcher
-from exporter.hes_adapter import HesAdapter
+from exporter.hes.adapter import HesAdapter
+from exporter.hes.watch import SourceWatcher
 from exporter.kafka.adapter import KafkaAdapter
 from exporter.kafka.record_times import RecordTimeReader
 from exporter.kafka.topic_tail import TopicTail
 from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
-from exporter.source_watch import SourceWatcher
 
 log = logging.getLogger("exporter")
 

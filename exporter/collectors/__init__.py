@@ -25,11 +25,11 @@ from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
 from exporter.collectors.topics import TopicCollector
 from exporter.exposition import text
+from exporter.hes.watch import SourceWatcher
 from exporter.model.granularity import DEFAULT, Granularity
 from exporter.model.state import ExporterState
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.runner import DISABLED, ProbeRunner
-from exporter.source_watch import SourceWatcher
 from exporter.version import VERSION
 
 Collector = (

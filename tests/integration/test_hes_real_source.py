@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from common.hes import connect, epoch_seconds, parse_dsn
-from exporter.hes_adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
+from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
 from exporter.model.pipeline_hops import watched_days
 from tests.realstack.targets import HesTarget
 
