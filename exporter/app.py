@@ -23,9 +23,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter import api
 from exporter.collectors import render, render_probe, render_source
+from exporter.collectors.text_format import CONTENT_TYPE
 from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.watcher import ConnectWatcher
-from exporter.exposition import CONTENT_TYPE
 from exporter.hes.watch import SourceWatcher
 from exporter.model.granularity import DEFAULT, Granularity
 from exporter.model.state import ExporterState

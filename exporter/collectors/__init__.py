@@ -1,4 +1,5 @@
-"""prometheus-client custom collectors, one per metric family group.
+"""The Prometheus side: one collector per family group, and the text format /metrics serves.
+May import the model, `version`, prometheus-client, and `probe` and `hes` (rendered per scrape).
 
 Each collector builds its families afresh from an `ExporterState` whenever it is collected, so
 topics and groups that disappeared from the cluster disappear from /metrics at the next
@@ -23,8 +24,8 @@ from exporter.collectors.isr import IsrHistoryCollector
 from exporter.collectors.kafka_errors import KafkaErrorCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
+from exporter.collectors.text_format import text
 from exporter.collectors.topics import TopicCollector
-from exporter.exposition import text
 from exporter.hes.watch import SourceWatcher
 from exporter.model.granularity import DEFAULT, Granularity
 from exporter.model.state import ExporterState

@@ -6,8 +6,8 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from exporter.collectors import render, render_probe
+from exporter.collectors.text_format import text
 from exporter.connect.collector import render_connect
-from exporter.exposition import text
 from exporter.model.granularity import FULL
 from exporter.model.snapshot import BrokerLogDirs
 from exporter.model.state import derive
