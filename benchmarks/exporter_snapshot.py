@@ -38,7 +38,6 @@ from typing import Any, TypeVar
 
 from benchmarks.mock_cluster import MockGapsAdmin, MockShape, mock_cluster
 from common.logs import setup_logging
-from exporter import api
 from exporter.cli import tune_gc
 from exporter.collectors import render, render_probe
 from exporter.kafka.adapter import KafkaAdapter
@@ -62,6 +61,7 @@ from exporter.model.snapshot import (
 from exporter.model.state import ExporterState, History, derive
 from exporter.probe.runner import ProbeRunner, ProbeSettings
 from exporter.probe.tracker import LatencyTracker, ProbeStats
+from exporter.web import api
 
 log = logging.getLogger("benchmarks.exporter_snapshot")
 T = TypeVar("T")

@@ -14,7 +14,6 @@ import uvicorn
 from confluent_kafka import KafkaException
 
 from common.logs import setup_logging
-from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from exporter.connect.adapter import ConnectClient
 from exporter.connect.watcher import ConnectWatcher
@@ -25,6 +24,7 @@ from exporter.kafka.record_times import RecordTimeReader
 from exporter.kafka.topic_tail import TopicTail
 from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
+from exporter.web.app import create_app
 
 log = logging.getLogger("exporter")
 

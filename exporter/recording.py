@@ -15,7 +15,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from exporter import api
 from exporter.collectors import exposition
 from exporter.model.granularity import DEFAULT, Granularity
 from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
@@ -39,6 +38,7 @@ from exporter.model.snapshot import (
     resolve_controller,
 )
 from exporter.model.state import ExporterState, History, derive
+from exporter.web import api
 
 
 class RecordingError(ValueError):

@@ -95,7 +95,7 @@ def test_ingest_source_admin(mock_cluster: MockCluster) -> None:
 def test_exporter_api_and_metrics(
     mock_cluster: MockCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from exporter import api
+    from exporter.web import api
 
     adapter = KafkaAdapter(mock_cluster.bootstrap_servers, from_env(), Filters())
     service = CollectionService(adapter.collect, interval=60, timeout=20, probe=None)

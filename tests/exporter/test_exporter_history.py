@@ -9,7 +9,6 @@ from functools import cache
 
 import pytest
 
-from exporter import api
 from exporter.collectors import render
 from exporter.model.granularity import FULL
 from exporter.model.lag_status import GroupStatus, PartitionStatus
@@ -27,6 +26,7 @@ from exporter.model.snapshot import (
 )
 from exporter.model.state import ExporterState, History, derive
 from exporter.recording import Replayed, replay
+from exporter.web import api
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.recorded import fixture_path

@@ -10,7 +10,6 @@ from types import MappingProxyType
 
 import pytest
 
-from exporter import api
 from exporter.collectors import render
 from exporter.kafka.record_times import RecordTimeReader
 from exporter.model.record_time import (
@@ -38,6 +37,7 @@ from exporter.model.snapshot import (
 )
 from exporter.model.state import ExporterState, History, derive
 from exporter.service import CollectionService
+from exporter.web import api
 from tests.exporter.exposition import samples, value
 
 NOW = 1_800_000_000.0

@@ -21,7 +21,6 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from exporter import api
 from exporter.collectors import render, render_probe, render_source
 from exporter.collectors.text_format import CONTENT_TYPE
 from exporter.connect.collector import CachedExposition, connect_json
@@ -32,6 +31,7 @@ from exporter.model.state import ExporterState
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
 from exporter.version import VERSION
+from exporter.web import api
 
 
 class _PerState:
