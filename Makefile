@@ -33,9 +33,12 @@ test: packages lint typecheck unit
 packages: $(VENV)/.installed
 	@$(VENV)/bin/python -m launcher.packages
 
+# lint-imports checks exporter/'s layers (pyproject.toml); without a cache, because building the
+# import graph takes a second and a cache would be one more folder in the tree.
 lint: $(VENV)/.installed
 	$(VENV)/bin/python -m ruff check .
 	$(VENV)/bin/python -m ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/python -m mypy

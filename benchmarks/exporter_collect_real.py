@@ -22,8 +22,8 @@ from tests.realstack.kafka_cluster import KafkaCluster
 # Runs with PYTHONPATH set to the tree measured.
 MEASURE = """
 import statistics, sys, time
-from exporter.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.model.filters import Filters
+from exporter.kafka.adapter import KafkaAdapter
 adapter = KafkaAdapter(sys.argv[1], {}, Filters())
 adapter.collect(10)  # connections, kafka-python's bootstrap
 cpu, wall, ok = [], [], 0

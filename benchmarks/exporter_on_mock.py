@@ -17,8 +17,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from exporter.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.model.filters import Filters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.conftest import start_mock_cluster

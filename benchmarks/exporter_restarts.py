@@ -40,7 +40,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
 from common.logs import setup_logging
-from exporter.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
+from exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
 from tests.realstack.kafka_cluster import NODES, KafkaCluster
@@ -98,7 +98,7 @@ def seed(bootstrap: str, topics: list[str], groups: int) -> None:
     pending = [f"drill-group-{n}" for n in range(groups)]
     deadline = time.monotonic() + 300
     # A fresh cluster's coordinators are still loading; librdkafka must never time these requests
-    # out itself (exporter/coordinator_requests.py: that aborts this process too).
+    # out itself (exporter/kafka/coordinator_requests.py: that aborts this process too).
     while pending and time.monotonic() < deadline:
         futures = {
             group: admin.alter_consumer_group_offsets(

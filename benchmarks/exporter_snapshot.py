@@ -38,16 +38,13 @@ from typing import Any, TypeVar
 
 from benchmarks.mock_cluster import MockGapsAdmin, MockShape, mock_cluster
 from common.logs import setup_logging
-from exporter import api
 from exporter.cli import tune_gc
 from exporter.collectors import render, render_probe
-from exporter.filters import Filters
-from exporter.granularity import DEFAULT, FULL, Granularity, Level, Replicas
-from exporter.kafka_adapter import KafkaAdapter
-from exporter.lag_status import DEFAULT_WINDOW_SIZE
-from exporter.probe.runner import ProbeRunner, ProbeSettings
-from exporter.probe.tracker import LatencyTracker, ProbeStats
-from exporter.snapshot import (
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.model.filters import Filters
+from exporter.model.granularity import DEFAULT, FULL, Granularity, Level, Replicas
+from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.snapshot import (
     Broker,
     BrokerLogDirs,
     ClusterSnapshot,
@@ -61,7 +58,10 @@ from exporter.snapshot import (
     Topic,
     TopicPartitionRef,
 )
-from exporter.state import ExporterState, History, derive
+from exporter.model.state import ExporterState, History, derive
+from exporter.probe.runner import ProbeRunner, ProbeSettings
+from exporter.probe.tracker import LatencyTracker, ProbeStats
+from exporter.web import api
 
 log = logging.getLogger("benchmarks.exporter_snapshot")
 T = TypeVar("T")

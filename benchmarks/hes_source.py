@@ -3,7 +3,7 @@ hes` writes, and what the exporter's source watch and the completeness key read 
 
 1. write   ``vigia-simulate backfill --sink hes`` for --meters × --days (batched upserts, one
            transaction per period): rows/s, from the manifest's start and finish.
-2. watch   the exporter's rounds (`exporter.hes_adapter.HesAdapter.read`): MAX(ts) alone, and
+2. watch   the exporter's rounds (`exporter.hes.adapter.HesAdapter.read`): MAX(ts) alone, and
            with the last closed and open day's COUNT(*), --repeat times each: median and worst
            milliseconds, with the plans (EXPLAIN) of both queries.
 3. keys    `ingest.hes_source.day_keys` for one full day (what ``completeness --hes-dsn`` reads).
@@ -25,7 +25,7 @@ from pathlib import Path
 from pymysql.cursors import DictCursor
 
 from common.hes import parse_dsn
-from exporter.hes_adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
+from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
 from ingest.hes_source import day_keys
 from ingest.simulator.cli import main as simulate
 from launcher.mariadb import HesDatabase

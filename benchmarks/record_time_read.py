@@ -1,4 +1,4 @@
-"""Cost of reading record timestamps at committed offsets (exporter/record_time_adapter.py).
+"""Cost of reading record timestamps at committed offsets (exporter/kafka/record_times.py).
 
 Fills librdkafka's mock cluster (in this process) or a real cluster (--bootstrap-servers, with
 --topic naming an existing topic with data) and times `RecordTimeReader.read` for N partitions at
@@ -19,8 +19,8 @@ import time
 from confluent_kafka import Producer
 
 from common.logs import setup_logging
-from exporter.record_time import RecordBudget
-from exporter.record_time_adapter import RecordTimeReader
+from exporter.kafka.record_times import RecordTimeReader
+from exporter.model.record_time import RecordBudget
 
 log = logging.getLogger("benchmarks.record_time_read")
 

@@ -14,17 +14,17 @@ import uvicorn
 from confluent_kafka import KafkaException
 
 from common.logs import setup_logging
-from exporter.app import create_app
 from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from exporter.connect.adapter import ConnectClient
 from exporter.connect.watcher import ConnectWatcher
-from exporter.hes_adapter import HesAdapter
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.hes.adapter import HesAdapter
+from exporter.hes.watch import SourceWatcher
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.kafka.record_times import RecordTimeReader
+from exporter.kafka.topic_tail import TopicTail
 from exporter.probe.runner import ProbeRunner
-from exporter.record_time_adapter import RecordTimeReader
 from exporter.service import CollectionService
-from exporter.source_watch import SourceWatcher
-from exporter.topic_tail_adapter import TopicTail
+from exporter.web.app import create_app
 
 log = logging.getLogger("exporter")
 

@@ -15,11 +15,11 @@ from typing import NoReturn, TypeVar
 
 from common.hes import Dsn, DsnError, parse_dsn
 from common.kafka_config import KafkaOptionError, merged
-from exporter.filters import Filters, NameFilter
-from exporter.granularity import DEFAULT, Granularity, Level, Replicas
-from exporter.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.filters import Filters, NameFilter
+from exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
+from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
 from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
-from exporter.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
 
 PROG = "vigia-exporter"
 DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement

@@ -15,11 +15,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from exporter import api
 from exporter.collectors import exposition
-from exporter.granularity import DEFAULT, Granularity
-from exporter.lag_status import DEFAULT_WINDOW_SIZE
-from exporter.snapshot import (
+from exporter.model.granularity import DEFAULT, Granularity
+from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.snapshot import (
     CAPABILITIES,
     Broker,
     BrokerLogDirs,
@@ -38,7 +37,8 @@ from exporter.snapshot import (
     TopicPartitionRef,
     resolve_controller,
 )
-from exporter.state import ExporterState, History, derive
+from exporter.model.state import ExporterState, History, derive
+from exporter.web import api
 
 
 class RecordingError(ValueError):

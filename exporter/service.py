@@ -16,16 +16,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from exporter.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.snapshot import COLLECTION_PHASE, ClusterSnapshot, PhaseError, empty_snapshot
+from exporter.model.state import ExporterState, History, derive
 from exporter.probe.runner import ProbeRunner
-from exporter.snapshot import COLLECTION_PHASE, ClusterSnapshot, PhaseError, empty_snapshot
-from exporter.state import ExporterState, History, derive
 
 log = logging.getLogger(__name__)
 
 Collect = Callable[[float], ClusterSnapshot]
 # A step run after the collection in the same worker and timeout, e.g. reading record timestamps
-# (exporter/record_time_adapter.py): (snapshot, previous state, seconds left) -> snapshot.
+# (exporter/kafka/record_times.py): (snapshot, previous state, seconds left) -> snapshot.
 Enrich = Callable[[ClusterSnapshot, ExporterState | None, float], ClusterSnapshot]
 # The adapter bounds its own calls by the timeout; this grace lets it return its per-phase errors.
 GRACE_SECONDS = 1.0

@@ -1,10 +1,11 @@
-"""prometheus-client custom collectors, one per metric family group.
+"""The Prometheus side: one collector per family group, and the text format /metrics serves.
+May import the model, `version`, prometheus-client, and `probe` and `hes` (rendered per scrape).
 
 Each collector builds its families afresh from an `ExporterState` whenever it is collected, so
 topics and groups that disappeared from the cluster disappear from /metrics at the next
 collection. They only read that state, never Kafka; the app renders each state at most once, when
 it is first scraped, and serves the bytes from cache. Per-partition and per-replica families are
-built only at the granularity asked for (`exporter.granularity`).
+built only at the granularity asked for (`exporter.model.granularity`).
 
 The probe's families are the exception: the probe runs on its own threads and schedule, so they
 are rendered from the runner's counters at each scrape (`render_probe`, a few dozen lines; reading
@@ -23,13 +24,13 @@ from exporter.collectors.isr import IsrHistoryCollector
 from exporter.collectors.kafka_errors import KafkaErrorCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
+from exporter.collectors.text_format import text
 from exporter.collectors.topics import TopicCollector
-from exporter.exposition import text
-from exporter.granularity import DEFAULT, Granularity
+from exporter.hes.watch import SourceWatcher
+from exporter.model.granularity import DEFAULT, Granularity
+from exporter.model.state import ExporterState
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.runner import DISABLED, ProbeRunner
-from exporter.source_watch import SourceWatcher
-from exporter.state import ExporterState
 from exporter.version import VERSION
 
 Collector = (

@@ -9,7 +9,7 @@ from typing import TypeVar
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.state import ExporterState
+from exporter.model.state import ExporterState
 
 StateSource = Callable[[], ExporterState | None]
 

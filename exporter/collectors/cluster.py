@@ -8,7 +8,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from exporter.collectors.base import StateCollector, gauge
-from exporter.state import ExporterState
+from exporter.model.state import ExporterState
 
 
 class ClusterCollector(StateCollector):

@@ -13,8 +13,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from exporter.collectors.base import gauge
-from exporter.pipeline_hops import SourceLook, hop_lags
-from exporter.state import ExporterState
+from exporter.model.pipeline_hops import SourceLook, hop_lags
+from exporter.model.state import ExporterState
 
 
 class HesCollector:

@@ -8,9 +8,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from exporter.collectors.base import StateCollector, StateSource, counter
-from exporter.granularity import Replicas
-from exporter.isr_history import ISR_EXPANDS_HELP, ISR_SHRINKS_HELP, OUT_OF_SYNC_SECONDS_HELP
-from exporter.state import ExporterState
+from exporter.model.granularity import Replicas
+from exporter.model.isr_history import ISR_EXPANDS_HELP, ISR_SHRINKS_HELP, OUT_OF_SYNC_SECONDS_HELP
+from exporter.model.state import ExporterState
 
 
 class IsrHistoryCollector(StateCollector):

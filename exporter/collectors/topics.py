@@ -8,8 +8,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from exporter.collectors.base import StateCollector, StateSource, gauge
-from exporter.granularity import DEFAULT, Granularity, Level
-from exporter.state import ExporterState
+from exporter.model.granularity import DEFAULT, Granularity, Level
+from exporter.model.state import ExporterState
 
 _TP = ["topic", "partition"]
 

@@ -1,2 +1,2 @@
-"""Kafka Connect, watched through its REST API (`--connect-url`): model, adapter, watcher,
-collector and the `/api/v1/cluster` section."""
+"""Kafka Connect through its REST API (`--connect-url`): its model, adapter, watcher and collector.
+May import httpx, prometheus-client and `collectors` (its collector is one of them); no wing."""

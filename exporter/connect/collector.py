@@ -14,9 +14,9 @@ from typing import Any
 from prometheus_client.metrics_core import Metric
 
 from exporter.collectors.base import counter, gauge
+from exporter.collectors.text_format import text
 from exporter.connect.model import STATES
 from exporter.connect.watcher import ConnectReport
-from exporter.exposition import text
 
 Reports = Callable[[], Sequence[ConnectReport | None]]
 

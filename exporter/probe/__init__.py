@@ -1,4 +1,5 @@
 """End-to-end probe: produce to a probe topic led by every broker, consume it back, time it all.
+May import `common`, confluent-kafka and prometheus-client; nothing else of the exporter.
 
 - `planner.plan_probe_topic` (pure): CreateTopics / CreatePartitions actions for the probe topic;
   `planner.coverage` / `planner.preferred_elections` (pure): which brokers lead a probe partition,

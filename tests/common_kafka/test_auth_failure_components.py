@@ -17,8 +17,8 @@ import pytest
 
 from common.kafka_config import ENV_VAR, from_env
 from exporter.collectors import exposition
-from exporter.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.model.filters import Filters
 from exporter.probe.runner import ProbeRunner, ProbeSettings
 from exporter.service import CollectionService
 from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
@@ -95,7 +95,7 @@ def test_ingest_source_admin(mock_cluster: MockCluster) -> None:
 def test_exporter_api_and_metrics(
     mock_cluster: MockCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from exporter import api
+    from exporter.web import api
 
     adapter = KafkaAdapter(mock_cluster.bootstrap_servers, from_env(), Filters())
     service = CollectionService(adapter.collect, interval=60, timeout=20, probe=None)

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from exporter.app import create_app
 from exporter.config import ConfigError, ConnectTarget, parse_config
 from exporter.connect.adapter import ConnectClient
 from exporter.connect.watcher import ConnectWatcher
 from exporter.service import CollectionService
+from exporter.web.app import create_app
 from tests.conftest import free_port
 from tests.connect.recorded import RecordedConnect, recorded_connect
 from tests.connect.test_connect_model import DENIED, REFUSED

@@ -41,9 +41,9 @@ from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
-from exporter.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
-from exporter.snapshot import ClusterSnapshot
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.model.filters import Filters
+from exporter.model.snapshot import ClusterSnapshot
 
 
 def done(value: Any) -> Future[Any]:

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from exporter.app import create_app
-from exporter.granularity import FULL, Granularity
+from exporter.model.granularity import FULL, Granularity
 from exporter.service import CollectionService
+from exporter.web.app import create_app
 from tests.conftest import free_port
 from tests.exporter.exposition import Samples, samples
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from exporter.model.snapshot import ClusterSnapshot
+from exporter.model.state import ExporterState, derive
 from exporter.recording import load_snapshot
-from exporter.snapshot import ClusterSnapshot
-from exporter.state import ExporterState, derive
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from exporter.coordinator_requests import (
+from exporter.kafka.coordinator_requests import (
     LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
     RETIRE_AFTER_SECONDS,
     CoordinatorRequests,

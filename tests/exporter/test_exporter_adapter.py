@@ -12,10 +12,10 @@ from confluent_kafka import KafkaError
 from kafka import errors as kafka_errors
 
 from benchmarks.exporter_snapshot import synthetic_snapshot
-from exporter.filters import Filters, NameFilter
-from exporter.kafka_adapter import OFFSETS_PER_CALL
-from exporter.snapshot import GROUP_COORDINATOR_PHASE, ClusterSnapshot
-from exporter.state import derive
+from exporter.kafka.adapter import OFFSETS_PER_CALL
+from exporter.model.filters import Filters, NameFilter
+from exporter.model.snapshot import GROUP_COORDINATOR_PHASE, ClusterSnapshot
+from exporter.model.state import derive
 from tests.conftest import SCENARIOS
 from tests.exporter.fake_kafka import FakeCluster, Faults, kafka_exception
 from tests.exporter.recorded import snapshot
@@ -70,7 +70,7 @@ def test_requests_grow_with_brokers_and_groups_and_offsets_with_partitions_per_5
             "list_consumer_groups": 1,
             "describe_consumer_groups": 1,
             # kafka-python: one OffsetFetch per coordinator for all its groups (librdkafka's
-            # admin OffsetFetch crashes on NOT_COORDINATOR, exporter/kafka_adapter.py)
+            # admin OffsetFetch crashes on NOT_COORDINATOR, exporter/kafka/adapter.py)
             "list_group_offsets": 1,
             "describe_metadata_quorum": 1,
             "describe_cluster": 1,
@@ -201,7 +201,7 @@ def test_an_unsupported_api_is_a_capability_not_a_failure(
     fake = FakeCluster(snapshot("healthy"), Faults(unsupported={method}))
     adapter = fake.adapter()
     try:
-        with caplog.at_level("INFO", logger="exporter.capabilities"):
+        with caplog.at_level("INFO", logger="exporter.kafka.capabilities"):
             first = adapter.collect(timeout=5)
             calls = fake.calls[method]
             second = adapter.collect(timeout=5)
@@ -295,7 +295,7 @@ def test_filters_apply_to_topics_offsets_and_groups() -> None:
 
 
 def test_failed_kafka_python_bootstraps_do_not_leak_threads() -> None:
-    from exporter.kafka_adapter import _default_legacy_admin
+    from exporter.kafka.adapter import _default_legacy_admin
 
     def attempt() -> None:
         with pytest.raises(kafka_errors.KafkaTimeoutError):

@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from exporter.config import ConfigError, parse_config
-from exporter.granularity import DEFAULT, Granularity, Level, Replicas
+from exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
 from tests.conftest import free_port
 
 

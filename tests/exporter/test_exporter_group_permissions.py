@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from exporter import api
 from exporter.collectors import exposition
 from exporter.service import CollectionService
+from exporter.web import api
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster, Faults, kafka_exception
 from tests.exporter.recorded import snapshot

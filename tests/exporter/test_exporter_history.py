@@ -9,12 +9,10 @@ from functools import cache
 
 import pytest
 
-from exporter import api
 from exporter.collectors import render
-from exporter.granularity import FULL
-from exporter.lag_status import GroupStatus, PartitionStatus
-from exporter.recording import Replayed, replay
-from exporter.snapshot import (
+from exporter.model.granularity import FULL
+from exporter.model.lag_status import GroupStatus, PartitionStatus
+from exporter.model.snapshot import (
     Broker,
     ClusterSnapshot,
     CommittedOffset,
@@ -26,7 +24,9 @@ from exporter.snapshot import (
     TopicPartitionRef,
     empty_snapshot,
 )
-from exporter.state import ExporterState, History, derive
+from exporter.model.state import ExporterState, History, derive
+from exporter.recording import Replayed, replay
+from exporter.web import api
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.recorded import fixture_path

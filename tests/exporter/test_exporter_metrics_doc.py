@@ -6,13 +6,13 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from exporter.collectors import render, render_probe
+from exporter.collectors.text_format import text
 from exporter.connect.collector import render_connect
-from exporter.exposition import text
-from exporter.granularity import FULL
+from exporter.model.granularity import FULL
+from exporter.model.snapshot import BrokerLogDirs
+from exporter.model.state import derive
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.tracker import LatencyTracker, ProbeStats
-from exporter.snapshot import BrokerLogDirs
-from exporter.state import derive
 from tests.conftest import SCENARIOS
 from tests.connect.test_connect_model import recorded_reports
 from tests.exporter.recorded import snapshot, state

@@ -22,8 +22,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.mock_cluster import MockGapsAdmin
-from exporter.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.model.filters import Filters
 from exporter.service import CollectionService
 from tests.conftest import MockCluster, free_port, start_mock_cluster
 from tests.exporter.exposition import value

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from exporter.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.model.filters import Filters
 from tests.conftest import MockCluster
 
 

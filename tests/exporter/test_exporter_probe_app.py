@@ -8,12 +8,12 @@ import json
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, generate_latest
 
-from exporter import api
-from exporter.app import create_app
 from exporter.collectors import exposition, probe_collector, render_probe
 from exporter.probe.runner import ProbeRunner, ProbeSettings
 from exporter.probe.tracker import LatencyTracker, ProbeStats
 from exporter.service import CollectionService
+from exporter.web import api
+from exporter.web.app import create_app
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot

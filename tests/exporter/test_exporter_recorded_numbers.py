@@ -7,7 +7,7 @@ import re
 import pytest
 
 from exporter.collectors import render
-from exporter.granularity import FULL
+from exporter.model.granularity import FULL
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import fixture_path, snapshot, state

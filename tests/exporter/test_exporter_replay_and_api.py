@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from exporter import api
 from exporter.collectors import exposition
+from exporter.model.snapshot import CAPABILITIES
 from exporter.recording import RecordingError, load_snapshot, replay
-from exporter.snapshot import CAPABILITIES
+from exporter.web import api
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import fixture_path, state

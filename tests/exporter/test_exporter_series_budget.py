@@ -18,9 +18,9 @@ from benchmarks.exporter_snapshot import (
     uniform_shape,
 )
 from exporter.collectors import exposition
-from exporter.granularity import DEFAULT, FULL, Granularity, Level, Replicas
-from exporter.snapshot import PHASES, ClusterSnapshot
-from exporter.state import ExporterState, derive
+from exporter.model.granularity import DEFAULT, FULL, Granularity, Level, Replicas
+from exporter.model.snapshot import PHASES, ClusterSnapshot
+from exporter.model.state import ExporterState, derive
 from tests.exporter.exposition import samples
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"

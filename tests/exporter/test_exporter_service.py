@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 from fastapi.testclient import TestClient
 
-from exporter.app import create_app
-from exporter.granularity import DEFAULT, FULL, Granularity
+from exporter.model.granularity import DEFAULT, FULL, Granularity
+from exporter.model.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
 from exporter.service import GRACE_SECONDS, CollectionService
-from exporter.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
+from exporter.web.app import create_app
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot
@@ -228,7 +228,7 @@ def test_one_log_line_when_a_phase_starts_failing_and_one_when_it_recovers(
 def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import exporter.app
+    import exporter.web.app
 
     rendered: list[object] = []
 
@@ -236,8 +236,8 @@ def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
         rendered.append(state)
         return real_render(state, granularity)  # type: ignore[arg-type]
 
-    real_render = exporter.app.render
-    monkeypatch.setattr(exporter.app, "render", counting_render)
+    real_render = exporter.web.app.render
+    monkeypatch.setattr(exporter.web.app, "render", counting_render)
     service = CollectionService(FakeCluster(snapshot("healthy")).adapter().collect, 60, 5)
     with TestClient(create_app(service, manage_service=False)) as client:
         service.collect_once()

@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from benchmarks.exporter_snapshot import synthetic_snapshot
 from exporter.collectors import collectors, render
-from exporter.granularity import FULL
-from exporter.snapshot import (
+from exporter.model.granularity import FULL
+from exporter.model.snapshot import (
     COLLECTION_PHASE,
     Broker,
     ClusterSnapshot,
@@ -22,7 +22,7 @@ from exporter.snapshot import (
     Topic,
     empty_snapshot,
 )
-from exporter.state import ExporterState, derive
+from exporter.model.state import ExporterState, derive
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import family_names, samples, value
 from tests.exporter.recorded import state

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from exporter import api
 from exporter.collectors import render
-from exporter.snapshot import ClusterSnapshot
-from exporter.state import UncommittedPartition, derive
+from exporter.model.snapshot import ClusterSnapshot
+from exporter.model.state import UncommittedPartition, derive
+from exporter.web import api
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import snapshot
 

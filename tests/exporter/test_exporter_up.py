@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from exporter.snapshot import BrokerLogDirs, ClusterSnapshot, PhaseError
-from exporter.state import derive
+from exporter.model.snapshot import BrokerLogDirs, ClusterSnapshot, PhaseError
+from exporter.model.state import derive
 from tests.exporter.test_exporter_state import _snap
 
 # Recorded on the real cluster in the collection during which broker 1 stopped.

@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from benchmarks.mock_cluster import MockGapsAdmin
-from exporter.filters import Filters
-from exporter.kafka_adapter import KafkaAdapter
-from exporter.record_time import RecordBudget
-from exporter.record_time_adapter import RecordTimeReader
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.kafka.record_times import RecordTimeReader
+from exporter.model.filters import Filters
+from exporter.model.record_time import RecordBudget
 from exporter.service import CollectionService
 from tests.conftest import MockCluster
 from tests.exporter.live import exporter_thread, wait_for

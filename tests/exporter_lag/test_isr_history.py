@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from exporter.isr_history import IsrTracker
+from exporter.model.isr_history import IsrTracker
 from exporter.recording import load_snapshot
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 

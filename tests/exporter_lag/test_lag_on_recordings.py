@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from exporter.lag_seconds import OffsetHistory
-from exporter.lag_status import GroupStatus, LagStatusTracker, Observation, PartitionStatus
-from exporter.record_time import RecordBudget
-from exporter.record_time_adapter import RecordTimeReader
+from exporter.kafka.record_times import RecordTimeReader
+from exporter.model.lag_seconds import OffsetHistory
+from exporter.model.lag_status import GroupStatus, LagStatusTracker, Observation, PartitionStatus
+from exporter.model.record_time import RecordBudget
+from exporter.model.snapshot import RecordTime
+from exporter.model.state import ExporterState, History, derive
 from exporter.recording import Replayed, load_snapshot, replay
-from exporter.snapshot import RecordTime
-from exporter.state import ExporterState, History, derive
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 from tests.exporter.exposition import samples, value
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from exporter.lag_status import (
+from exporter.model.lag_status import (
     GroupStatus,
     LagStatusTracker,
     Observation,

@@ -1,5 +1,5 @@
-"""Lag seconds from record timestamps: the pure planning and combining (exporter/record_time.py),
-and `derive` using them, on hand-made snapshots."""
+"""Lag seconds from record timestamps: the pure planning and combining
+(exporter/model/record_time.py), and `derive` using them, on hand-made snapshots."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from types import MappingProxyType
 
 import pytest
 
-from exporter import api
 from exporter.collectors import render
-from exporter.record_time import (
+from exporter.kafka.record_times import RecordTimeReader
+from exporter.model.record_time import (
     CAUGHT_UP,
     EXTRAPOLATED,
     INTERPOLATED,
@@ -25,9 +25,7 @@ from exporter.record_time import (
     method_counts,
     plan_reads,
 )
-from exporter.record_time_adapter import RecordTimeReader
-from exporter.service import CollectionService
-from exporter.snapshot import (
+from exporter.model.snapshot import (
     Broker,
     ClusterSnapshot,
     CommittedOffset,
@@ -37,7 +35,9 @@ from exporter.snapshot import (
     RecordTime,
     Topic,
 )
-from exporter.state import ExporterState, History, derive
+from exporter.model.state import ExporterState, History, derive
+from exporter.service import CollectionService
+from exporter.web import api
 from tests.exporter.exposition import samples, value
 
 NOW = 1_800_000_000.0
@@ -317,7 +317,7 @@ def test_the_step_reads_nothing_with_no_budget_or_no_time_and_logs_only_changes(
     none = _Reader(RecordBudget(partitions=0), {})
     assert none(snap, None, 10.0) is snap and none.asked == []
     reader = _Reader(RecordBudget(), {})
-    with caplog.at_level(logging.INFO, "exporter.record_time_adapter"):
+    with caplog.at_level(logging.INFO, "exporter.kafka.record_times"):
         assert reader(snap, None, 0.05) is snap  # less than 0.1 s left of the collection
         assert reader(snap, None, 0.05) is snap
         assert reader.asked == []

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from exporter.collectors import render_source
-from exporter.pipeline_hops import HesReading
-from exporter.source_watch import SourceWatcher
+from exporter.hes.watch import SourceWatcher
+from exporter.model.pipeline_hops import HesReading
 from tests.metrics_doc import documented, served
 
 PREFIXES = ("vigia_hes_", "vigia_pipeline_")

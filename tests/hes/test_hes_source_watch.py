@@ -15,12 +15,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from pymysql.cursors import DictCursor
 
 from common.hes import parse_dsn
-from exporter.api import source_json
 from exporter.collectors import render_source
-from exporter.hes_adapter import DAY_ROWS, NEWEST_ROW, HesAdapter, HesError
-from exporter.pipeline_hops import HesReading, SourceLook, hop_lags, measure_ts, watched_days
-from exporter.source_watch import SourceWatcher
-from exporter.topic_tail_adapter import TopicTail, TopicTailError
+from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter, HesError
+from exporter.hes.watch import SourceWatcher
+from exporter.kafka.topic_tail import TopicTail, TopicTailError
+from exporter.model.pipeline_hops import HesReading, SourceLook, hop_lags, measure_ts, watched_days
+from exporter.web.api import source_json
 from launcher.mariadb import HesDatabase
 from tests.conftest import MockCluster, free_port
 

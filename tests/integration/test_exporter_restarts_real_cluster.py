@@ -29,7 +29,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from common.kafka_config import ENV_VAR
-from exporter.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
+from exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.realstack.targets import BrokerControl, SecuredTarget
@@ -84,7 +84,7 @@ def groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
     create_topic(real_kafka_bootstrap, topic, PARTITIONS, replication=3)
     names = [f"{topic}-g{n}" for n in range(GROUPS)]
     # librdkafka must never time group requests out itself: that aborts the process
-    # (exporter/coordinator_requests.py); the waits are bounded here instead.
+    # (exporter/kafka/coordinator_requests.py); the waits are bounded here instead.
     committed = [TopicPartition(topic, p, 0) for p in range(3)]
     pending = names
     deadline = time.monotonic() + DEADLINE

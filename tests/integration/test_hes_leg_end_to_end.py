@@ -37,7 +37,7 @@ from pyspark.sql import SparkSession
 
 from common import kafka_config
 from common.hes import UPSERT, connect, naive_utc, parse_dsn
-from exporter.pipeline_hops import HOPS
+from exporter.model.pipeline_hops import HOPS
 from ingest.config import IngestConfig
 from ingest.job import IngestJob, preflight_kafka
 from ingest.kafka_source.adapter import KafkaAdmin

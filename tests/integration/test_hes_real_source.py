@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from common.hes import connect, epoch_seconds, parse_dsn
-from exporter.hes_adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
-from exporter.pipeline_hops import watched_days
+from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
+from exporter.model.pipeline_hops import watched_days
 from tests.realstack.targets import HesTarget
 
 pytestmark = pytest.mark.integration

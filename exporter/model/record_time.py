@@ -1,6 +1,6 @@
 """Lag seconds from record timestamps: which committed offsets to read, and how a read combines
-with the offset-history estimate (exporter/lag_seconds.py). Pure logic, no I/O; the reads are done
-by exporter/record_time_adapter.py. Method, costs and budget: docs/lag.md.
+with the offset-history estimate (exporter/model/lag_seconds.py). Pure logic, no I/O; the reads
+are done by exporter/kafka/record_times.py. Method, costs and budget: docs/lag.md.
 
 The age of a group's oldest unconsumed message is `now − timestamp` of the first record at or
 after its committed offset `C`. That needs no history, so it is right on the exporter's first
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from exporter.snapshot import ClusterSnapshot, RecordTime
+from exporter.model.snapshot import ClusterSnapshot, RecordTime
 
 RECORD: Final = "record"
 INTERPOLATED: Final = "interpolated"

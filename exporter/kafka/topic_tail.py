@@ -3,7 +3,7 @@
 One assigned consumer, kept between rounds (never subscribes, never commits; its group id is a
 formality of the client): per round one ListOffsets per leader for the high watermarks and one
 fetch per partition at ``high − 1``, so the cost is one small record per partition whatever the
-topic's size. Used by `exporter.source_watch.SourceWatcher` for the ``hes_to_kafka`` hop.
+topic's size. Used by `exporter.hes.watch.SourceWatcher` for the ``hes_to_kafka`` hop.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from common.librdkafka_log import librdkafka_logger
-from exporter.pipeline_hops import measure_ts
+from exporter.model.pipeline_hops import measure_ts
 
 librdkafka_log = librdkafka_logger("exporter.librdkafka")
 

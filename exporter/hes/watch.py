@@ -4,7 +4,7 @@ measure on the topic, one round every ``--hes-interval`` seconds (60 by default)
 The rate is bounded on purpose: the HES is the seed's production database. Each round reads the
 newest ts (one index entry); the day counts, which read an index range as long as the two days'
 rows, run every ``--hes-count-interval`` seconds (300 by default) and at midnight
-(`exporter.hes_adapter` says what each query costs). Scrapes read the last round (`look`), never the
+(`exporter.hes.adapter` says what each query costs). Scrapes read the last round (`look`), never the
 database. An HES that does not answer is a fact about the HES (``vigia_hes_up 0``), logged once
 per change; it never touches ``vigia_exporter_up``.
 """
@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from exporter.hes_adapter import HesError
-from exporter.pipeline_hops import HesReading, SourceLook, counts_due, watched_days
-from exporter.topic_tail_adapter import TopicTailError
+from exporter.hes.adapter import HesError
+from exporter.kafka.topic_tail import TopicTailError
+from exporter.model.pipeline_hops import HesReading, SourceLook, counts_due, watched_days
 
 log = logging.getLogger(__name__)
 

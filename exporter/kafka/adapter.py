@@ -4,7 +4,7 @@ Requests per collection grow with brokers and groups, never with partitions:
 - confluent-kafka AdminClient: one Metadata (`list_topics`), one DescribeConfigs for all topics and
   one for a broker's defaults, one ListOffsets call for the earliest and one for the latest offsets
   of every partition (librdkafka sends one request per leader broker), ListGroups, one batched
-  DescribeGroups (from an admin client of its own, exporter.coordinator_requests);
+  DescribeGroups (from an admin client of its own, exporter.kafka.coordinator_requests);
 - kafka-python KafkaAdminClient (confluent-kafka lacks these): DescribeLogDirs once per broker in
   the metadata, so one failing or slow broker hides nothing else (a broker absent from the
   metadata is down: it is not asked), and DescribeQuorum for the real KRaft controller plus
@@ -12,7 +12,8 @@ Requests per collection grow with brokers and groups, never with partitions:
   admin OffsetFetch segfaults when the coordinator moved, see `_ask_groups`).
 Phases run concurrently after the metadata call and each failure stays in its phase: its data is
 missing from the snapshot and its error is listed. Every wait is bounded by the collection deadline.
-An API the cluster does not support is a capability it lacks (exporter.capabilities), not an error.
+An API the cluster does not support is a capability it lacks (exporter.kafka.capabilities), not
+an error.
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ from kafka.admin import KafkaAdminClient
 from common.kafka_config import to_kafka_python
 from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 from common.kafka_errors import AUTHORIZATION, kind_of
-from exporter.capabilities import CapabilityTracker, is_unsupported
-from exporter.coordinator_requests import CoordinatorRequests, StillWaiting
-from exporter.filters import Filters
-from exporter.kafka_python_log import quiet_kafka_python
-from exporter.snapshot import (
+from exporter.kafka.capabilities import CapabilityTracker, is_unsupported
+from exporter.kafka.coordinator_requests import CoordinatorRequests, StillWaiting
+from exporter.kafka.kafka_python_log import quiet_kafka_python
+from exporter.model.filters import Filters
+from exporter.model.snapshot import (
     GROUP_COORDINATOR_PHASE,
     Broker,
     BrokerLogDirs,

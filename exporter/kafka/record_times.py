@@ -1,4 +1,5 @@
-"""Reads the first record at or after committed offsets, for lag seconds (exporter/record_time.py).
+"""Reads the first record at or after committed offsets, for lag seconds
+(exporter/model/record_time.py).
 
 One long-lived confluent-kafka Consumer, never subscribed: it is assigned the (topic, partition,
 offset)s of a collection, and librdkafka sends one Fetch per leader broker carrying all of that
@@ -26,8 +27,8 @@ from typing import Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
 from common.librdkafka_log import librdkafka_logger
-from exporter.kafka_adapter import CLIENT_ID, error_text
-from exporter.record_time import (
+from exporter.kafka.adapter import CLIENT_ID, error_text
+from exporter.model.record_time import (
     PARTITION_BYTES,
     RESPONSE_BYTES,
     TPO,
@@ -35,8 +36,8 @@ from exporter.record_time import (
     lagging_partitions,
     plan_reads,
 )
-from exporter.snapshot import ClusterSnapshot, RecordTime
-from exporter.state import ExporterState
+from exporter.model.snapshot import ClusterSnapshot, RecordTime
+from exporter.model.state import ExporterState
 
 log = logging.getLogger(__name__)
 librdkafka_log = librdkafka_logger("exporter.librdkafka")

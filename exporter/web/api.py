@@ -15,12 +15,12 @@ from typing import Any
 from common.kafka_errors import kind_of
 from exporter.connect.collector import connect_json
 from exporter.connect.watcher import ConnectReport
-from exporter.pipeline_hops import hop_lags
+from exporter.hes.watch import SourceWatcher
+from exporter.model.pipeline_hops import hop_lags
+from exporter.model.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
+from exporter.model.state import BrokerCounts, ExporterState, PartitionLag, UncommittedPartition
 from exporter.probe.runner import DISABLED, ProbeRunner
 from exporter.probe.tracker import OUTCOMES
-from exporter.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
-from exporter.source_watch import SourceWatcher
-from exporter.state import BrokerCounts, ExporterState, PartitionLag, UncommittedPartition
 
 PROBE_KEY = "probe"
 CONNECT_KEY = "connect"  # the Kafka Connect clusters (exporter.connect.collector.connect_json)

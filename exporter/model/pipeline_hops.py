@@ -9,8 +9,9 @@ Hops, in seconds, never negative:
   record timestamp (the producer's wall clock) would not. The last record of a partition is the
   newest it received, not necessarily the largest ts (a backfill writes old days), hence "newest
   among the last records".
-- ``kafka_to_store``: the ingest job's consumer group lag in seconds on the topic, the largest over
-  partitions (`exporter.lag_seconds`, the same value as ``kafka_consumergroup_lag_seconds_max``).
+- ``kafka_to_store``: the ingest job's consumer group lag in seconds on the topic, the largest
+  over partitions (`exporter.model.lag_seconds`, the same value as
+  ``kafka_consumergroup_lag_seconds_max``).
 """
 
 from __future__ import annotations

@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-from exporter.isr_history import IsrTracker
-from exporter.lag_seconds import OffsetHistory, max_lag_seconds_by_group_topic
-from exporter.lag_status import (
+from exporter.model.isr_history import IsrTracker
+from exporter.model.lag_seconds import OffsetHistory, max_lag_seconds_by_group_topic
+from exporter.model.lag_status import (
     DEFAULT_WINDOW_SIZE,
     GroupEvaluation,
     LagStatusTracker,
     Observation,
     PartitionEvaluation,
 )
-from exporter.record_time import (
+from exporter.model.record_time import (
     EXTRAPOLATED,
     INTERPOLATED,
     TPO,
@@ -39,7 +39,7 @@ from exporter.record_time import (
     merge_record_times,
     method_counts,
 )
-from exporter.snapshot import (
+from exporter.model.snapshot import (
     COLLECTION_PHASE,
     PHASES,
     ClusterSnapshot,
@@ -146,8 +146,8 @@ class ExporterState:
     uncommitted: tuple[UncommittedPartition, ...]  # docs/lag.md: how they count
     # From the history. A key is absent when its value is unknown (see docs/lag.md).
     lag_seconds: Mapping[GTP, float]
-    # How each lag_seconds value was obtained (exporter/record_time.py), and per group the number
-    # of partitions with lag by method ("unknown": no value).
+    # How each lag_seconds value was obtained (exporter/model/record_time.py), and per group the
+    # number of partitions with lag by method ("unknown": no value).
     lag_seconds_methods: Mapping[GTP, Method]
     lag_method_counts: Mapping[tuple[str, str], int]  # (group, method)
     max_lag_seconds: Mapping[tuple[str, str], float]  # (group, topic)

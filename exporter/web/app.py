@@ -21,17 +21,17 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from exporter import api
 from exporter.collectors import render, render_probe, render_source
+from exporter.collectors.text_format import CONTENT_TYPE
 from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.watcher import ConnectWatcher
-from exporter.exposition import CONTENT_TYPE
-from exporter.granularity import DEFAULT, Granularity
+from exporter.hes.watch import SourceWatcher
+from exporter.model.granularity import DEFAULT, Granularity
+from exporter.model.state import ExporterState
 from exporter.probe.runner import DISABLED
 from exporter.service import CollectionService
-from exporter.source_watch import SourceWatcher
-from exporter.state import ExporterState
 from exporter.version import VERSION
+from exporter.web import api
 
 
 class _PerState:

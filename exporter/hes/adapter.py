@@ -1,6 +1,6 @@
 """The exporter's look at the HES database (I/O only): two indexed queries on hes.measure.
 
-Run by `exporter.source_watch.SourceWatcher` at its own, bounded rate (the newest ts every
+Run by `exporter.hes.watch.SourceWatcher` at its own, bounded rate (the newest ts every
 ``--hes-interval``, the day counts every ``--hes-count-interval``), with a read-only user. The
 queries and what they cost, with the indexes of `common.hes.TABLE_DDL` (EXPLAIN and timings on
 MariaDB 10.11, benchmarks/hes_source.py; MySQL 8.4 plans them on the same indexes):
@@ -24,7 +24,7 @@ from typing import Any
 import pymysql
 
 from common.hes import Dsn, connect, epoch_seconds
-from exporter.pipeline_hops import HesReading
+from exporter.model.pipeline_hops import HesReading
 
 NEWEST_ROW = "SELECT MAX(ts) FROM measure"
 DAY_ROWS = "SELECT measure_date, COUNT(*) FROM measure WHERE measure_date IN %s GROUP BY 1"

@@ -144,7 +144,7 @@ class ConsumerGroup:
 
 @dataclass(frozen=True, slots=True)
 class RecordTime:
-    """The first record read at or after a committed `offset` (exporter/record_time.py)."""
+    """The first record read at or after a committed `offset` (exporter/model/record_time.py)."""
 
     topic: str
     partition: int
