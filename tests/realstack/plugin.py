@@ -141,6 +141,7 @@ _STACK_KEY = pytest.StashKey[RealStack]()
 REAL_FIXTURES = frozenset(
     {
         "real_stack",
+        "real_stack_cluster",
         "kafka_target",
         "secured_target",
         "connect_target",
@@ -152,9 +153,14 @@ REAL_FIXTURES = frozenset(
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests on the real stack run last: the cluster, Connect and the tenants' load it starts
     stay up until the run ends, and the unit suites' timings must not share the cores with it."""
-    real = [i for i in items if REAL_FIXTURES & set(getattr(i, "fixturenames", ()))]
+    # The marker too: a fixture that starts the stack through getfixturevalue is not seen.
+    real = [i for i in items if i.get_closest_marker("integration") or _uses_real_stack(i)]
     moved = {id(i) for i in real}
     items[:] = [i for i in items if id(i) not in moved] + real
+
+
+def _uses_real_stack(item: pytest.Item) -> bool:
+    return bool(REAL_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 @pytest.fixture(scope="session")
