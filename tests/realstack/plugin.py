@@ -14,7 +14,6 @@ Where each target comes from, in order:
 
 from __future__ import annotations
 
-import faulthandler
 import gc
 import os
 import sys
@@ -49,7 +48,6 @@ STOP_ENV, START_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP", "VIGIA_TEST_KAFKA_BROKER_S
 CONNECT_URL_ENV, CONNECT_JMX_ENV = "VIGIA_TEST_CONNECT_URL", "VIGIA_TEST_CONNECT_JMX_URL"
 HES_DSN_ENV, HES_WRITER_ENV = "VIGIA_TEST_HES_DSN", "VIGIA_TEST_HES_WRITER_DSN"
 HES_STOP_ENV, HES_START_ENV = "VIGIA_TEST_HES_STOP", "VIGIA_TEST_HES_START"
-SHUTDOWN_SECONDS = 120
 NO_KAFKA = (
     f"no real Kafka: set {KAFKA_HOME_ENV} to an Apache Kafka distribution (the tests start a "
     f"cluster) or {BOOTSTRAP_ENV} to your own cluster"
@@ -138,6 +136,7 @@ class RealStack:
 
 
 _STACK_KEY = pytest.StashKey[RealStack]()
+_SESSION_KEY = pytest.StashKey[pytest.Session]()
 REAL_FIXTURES = frozenset(
     {
         "real_stack",
@@ -197,10 +196,24 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[_SESSION_KEY] = session
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """If the test process's own shutdown hangs anyway (a native handle's destructor), every
-    thread's stack is printed and the process exits 1 after two minutes, not at CI's timeout."""
-    faulthandler.dump_traceback_later(SHUTDOWN_SECONDS, exit=True, file=sys.__stderr__)
+    """A run that used the real stack ends here, with pytest's exit status, everything printed.
+
+    What the interpreter's own shutdown would do next is destroy the native clients still held by
+    module globals and daemon threads, their brokers long gone: in CI one of those destructors
+    hung after every test had passed (a stack dump showed the main thread in native code, no
+    Python frame) until the job's timeout. Nothing is left to run at this point."""
+    session = config.stash.get(_SESSION_KEY, None)
+    if session is None or config.stash.get(_STACK_KEY, None) is None:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(session.exitstatus))
 
 
 # -- Kafka ----------------------------------------------------------------------------------------
