@@ -70,6 +70,7 @@ from exporter.model.snapshot import (
     QuorumReplica,
     Topic,
     TopicPartitionRef,
+    empty_snapshot,
     resolve_controller,
 )
 
@@ -269,16 +270,8 @@ class KafkaAdapter:
         phases.timed("metadata", started)
         if metadata is None:
             phases.durations["total"] = time.monotonic() - started
-            return ClusterSnapshot(
-                collected_at=collected_at,
-                cluster_id=None,
-                controller_id=None,
-                controller_source=None,
-                brokers=(),
-                topics=(),
-                log_dirs=(),
-                groups=(),
-                errors=tuple(phases.errors),
+            return replace(
+                empty_snapshot(collected_at, tuple(phases.errors)),
                 durations=MappingProxyType(dict(phases.durations)),
             )
 

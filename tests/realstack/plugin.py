@@ -14,7 +14,6 @@ Where each target comes from, in order:
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import time
@@ -183,16 +182,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.failed and stack is not None:
         for process in stack.processes():
             report.sections.append((f"real stack: {process.log}", process.tail(15)))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """A failed test's frames (kept in sys.last_traceback for post-mortem debugging) hold its
-    Kafka clients; they are released now, while the cluster and the interpreter are both alive,
-    not in the interpreter's shutdown, where destroying a librdkafka handle can hang."""
-    if getattr(sys, "last_traceback", None) is not None:
-        sys.last_type = sys.last_value = sys.last_traceback = None  # type: ignore[assignment]
-        gc.collect()
 
 
 @pytest.hookimpl(trylast=True)
