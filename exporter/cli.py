@@ -22,6 +22,7 @@ from exporter.hes.watch import SourceWatcher
 from exporter.kafka.adapter import KafkaAdapter
 from exporter.kafka.record_times import RecordTimeReader
 from exporter.kafka.topic_tail import TopicTail
+from exporter.model.state import History
 from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
 from exporter.web.app import create_app
@@ -72,7 +73,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         config.collection_interval,
         config.collection_timeout,
         bootstrap_servers=config.bootstrap_servers,
-        lag_status_window=config.lag_status_window,
+        history=History.create(
+            config.lag_status_window, config.catch_up_window, config.retention_floor
+        ),
         probe=probe,
         enrich=record_times,
     )

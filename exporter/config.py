@@ -19,6 +19,7 @@ from exporter.model.filters import Filters, NameFilter
 from exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
 from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.model.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
+from exporter.model.retention import DEFAULT_FLOOR_SECONDS, DEFAULT_WINDOW_SECONDS
 from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
 
 PROG = "vigia-exporter"
@@ -61,6 +62,8 @@ class ExporterConfig:
     log_level: str
     lag_status_window: int
     probe: ProbeSettings
+    catch_up_window: float = DEFAULT_WINDOW_SECONDS
+    retention_floor: float = DEFAULT_FLOOR_SECONDS
     record_budget: RecordBudget = field(default_factory=RecordBudget)
     connect_urls: tuple[ConnectTarget, ...] = ()
     source: SourceSettings = SourceSettings()
@@ -109,6 +112,17 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         str(DEFAULT_WINDOW_SIZE),
         "collections in the window that lag status (OK/WARN/STOP/STALL/REWIND) is evaluated over, "
         "at least 2",
+    ),
+    "--catchup-window": (
+        "VIGIA_EXPORTER_CATCHUP_WINDOW",
+        f"{DEFAULT_WINDOW_SECONDS:g}",
+        "seconds over which a group's backlog is judged draining, holding or growing, and its "
+        "time to catch up estimated (longer than one slow batch of the consumer)",
+    ),
+    "--retention-risk-floor": (
+        "VIGIA_EXPORTER_RETENTION_RISK_FLOOR",
+        f"{DEFAULT_FLOOR_SECONDS:g}",
+        "seconds of retention margin under which a group whose backlog does not drain is at risk",
     ),
     "--lag-record-partitions": (
         "VIGIA_EXPORTER_LAG_RECORD_PARTITIONS",
@@ -299,6 +313,8 @@ def parse_config(
         log_level=level,
         lag_status_window=window,
         probe=probe,
+        catch_up_window=_positive(args.catchup_window, "--catchup-window"),
+        retention_floor=_positive(args.retention_risk_floor, "--retention-risk-floor"),
         record_budget=RecordBudget(
             _int_at_least(args.lag_record_partitions, 0, "--lag-record-partitions"),
             _positive(args.lag_record_timeout, "--lag-record-timeout"),

@@ -42,12 +42,15 @@ class CollectionService:
         bootstrap_servers: str = "",
         clock: Callable[[], float] = time.time,
         lag_status_window: int = DEFAULT_WINDOW_SIZE,
+        history: History | None = None,
         probe: ProbeRunner | None = None,
         enrich: Enrich | None = None,
     ) -> None:
+        """`history`: the trackers with the exporter's settings (else defaults but for
+        `lag_status_window`)."""
         self._collect = collect
         self._enrich = enrich
-        self._history = History.create(lag_status_window)
+        self._history = history or History.create(lag_status_window)
         self.probe = probe
         self._interval = interval
         self._timeout = timeout

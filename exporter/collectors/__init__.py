@@ -24,6 +24,7 @@ from exporter.collectors.isr import IsrHistoryCollector
 from exporter.collectors.kafka_errors import KafkaErrorCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
+from exporter.collectors.retention import RetentionCollector
 from exporter.collectors.text_format import text
 from exporter.collectors.topics import TopicCollector
 from exporter.hes.watch import SourceWatcher
@@ -40,6 +41,7 @@ Collector = (
     | IsrHistoryCollector
     | ConsumerGroupCollector
     | LagCollector
+    | RetentionCollector
     | HealthCollector
     | KafkaErrorCollector
 )
@@ -56,6 +58,7 @@ def collectors(
         IsrHistoryCollector(source, granularity.replicas),
         ConsumerGroupCollector(source, granularity.group_offsets),
         LagCollector(source, granularity.group_lag),
+        RetentionCollector(source, granularity.group_lag),
         HealthCollector(source, version),
         KafkaErrorCollector(source),
     ]

@@ -39,6 +39,12 @@ from exporter.model.record_time import (
     merge_record_times,
     method_counts,
 )
+from exporter.model.retention import (
+    DEFAULT_FLOOR_SECONDS,
+    DEFAULT_WINDOW_SECONDS,
+    RetentionTracker,
+)
+from exporter.model.retention_view import Committed, RetentionView, retention_view
 from exporter.model.snapshot import (
     COLLECTION_PHASE,
     PHASES,
@@ -107,10 +113,19 @@ class History:
     offsets: OffsetHistory = field(default_factory=OffsetHistory)
     lag_status: LagStatusTracker = field(default_factory=LagStatusTracker)
     isr: IsrTracker = field(default_factory=IsrTracker)
+    retention: RetentionTracker = field(default_factory=RetentionTracker)
 
     @classmethod
-    def create(cls, lag_status_window: int = DEFAULT_WINDOW_SIZE) -> History:
-        return cls(lag_status=LagStatusTracker(window_size=lag_status_window))
+    def create(
+        cls,
+        lag_status_window: int = DEFAULT_WINDOW_SIZE,
+        catch_up_window: float = DEFAULT_WINDOW_SECONDS,
+        retention_floor: float = DEFAULT_FLOOR_SECONDS,
+    ) -> History:
+        return cls(
+            lag_status=LagStatusTracker(window_size=lag_status_window),
+            retention=RetentionTracker(catch_up_window, retention_floor),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +175,8 @@ class ExporterState:
     isr_expands: Mapping[int, int]
     # Records read at committed offsets, kept while those offsets stay (a timestamp never changes).
     record_times: Mapping[TPO, RecordTime]
+    # Retention margins, catch-up, records deleted unread, outage budgets (docs/lag.md#retention).
+    retention: RetentionView
     history: History = field(compare=False, repr=False)
 
     @property
@@ -241,6 +258,14 @@ def derive(
     )
     lag_status, group_status = _lag_status(history.lag_status, snapshot, group_lags)
     broker_up = _broker_up(snapshot)
+    retention = retention_view(
+        history.retention,
+        snapshot,
+        (Committed(i.group, i.topic, i.partition, i.committed, i.lag) for i in group_lags),
+        {key: (value, methods[key]) for key, value in lag_seconds.items()},
+        _leader_sizes(snapshot.topics, replica_sizes),
+        complete=complete,
+    )
     return ExporterState(
         snapshot=snapshot,
         collections_total=(previous.collections_total if previous else 0) + 1,
@@ -279,6 +304,7 @@ def derive(
         isr_shrinks=_frozen(shrinks),
         isr_expands=_frozen(expands),
         record_times=_frozen(record_times),
+        retention=retention,
         history=history,
     )
 
@@ -452,6 +478,17 @@ def _topic_sizes(
                 if r == p.leader:
                     leader[t.name] = leader.get(t.name, 0) + size
     return total, leader
+
+
+def _leader_sizes(
+    topics: tuple[Topic, ...], replica_sizes: Mapping[tuple[str, int, int], int]
+) -> dict[TP, int]:
+    return {
+        (t.name, p.partition): size
+        for t in topics
+        for p in t.partitions
+        if (size := replica_sizes.get((t.name, p.partition, p.leader))) is not None
+    }
 
 
 def _group_lags(snapshot: ClusterSnapshot) -> tuple[PartitionLag, ...]:

@@ -17,6 +17,7 @@ from exporter.connect.collector import connect_json
 from exporter.connect.watcher import ConnectReport
 from exporter.hes.watch import SourceWatcher
 from exporter.model.pipeline_hops import hop_lags
+from exporter.model.retention import CatchUpEstimate, Margin, NoRetention, Retention
 from exporter.model.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
 from exporter.model.state import BrokerCounts, ExporterState, PartitionLag, UncommittedPartition
 from exporter.probe.runner import DISABLED, ProbeRunner
@@ -202,7 +203,34 @@ def _topic(state: ExporterState, topic: Topic) -> dict[str, Any]:
         "size_bytes": state.topic_size_bytes.get(topic.name),
         "leader_size_bytes": state.topic_leader_size_bytes.get(topic.name),
         "messages_in_per_second": state.topic_rates.get(topic.name),
+        "retention": _retention(state.retention.retention.get(topic.name, "unknown")),
+        "outage_budget": _margin(state.retention.outage_budgets.get(topic.name)),
         "partitions": partitions,
+    }
+
+
+def _retention(limits: Retention | NoRetention) -> dict[str, Any]:
+    """The limits Kafka deletes the topic's records by, or why it deletes none by them."""
+    if isinstance(limits, Retention):
+        return {"ms": limits.ms, "bytes": limits.bytes, "none": None}
+    return {"ms": None, "bytes": None, "none": limits}
+
+
+def _margin(margin: Margin | None) -> dict[str, Any] | None:
+    if margin is None:
+        return None
+    return {"seconds": margin.seconds, "limit": margin.limit, "method": margin.method}
+
+
+def _catch_up(estimate: CatchUpEstimate | None) -> dict[str, Any] | None:
+    if estimate is None:
+        return None
+    return {
+        "state": estimate.state.name.lower(),
+        "backlog": estimate.backlog,
+        "drain_per_second": estimate.drain_per_second,
+        "consuming": estimate.consuming,
+        "seconds": estimate.seconds,
     }
 
 
@@ -232,8 +260,12 @@ def _group(
         not_committed[u.topic].append(u)
     evaluation = state.group_status.get(group.group_id)
     topics = []
+    view = state.retention
     for topic in sorted(per_topic.keys() | not_committed.keys()):
         items = per_topic[topic]
+        losses = [
+            lost for i in items if (lost := view.losses.get((group.group_id, topic, i.partition)))
+        ]
         known = [i.lag for i in items if i.lag is not None]
         known += [u.backlog for u in not_committed[topic] if u.owned and u.backlog is not None]
         topics.append(
@@ -245,6 +277,11 @@ def _group(
                 "max_lag_seconds": state.max_lag_seconds.get((group.group_id, topic)),
                 "max_lag_seconds_method": _max_method(state, group.group_id, topic, items),
                 "messages_consumed_per_second": state.consumed_rates.get((group.group_id, topic)),
+                "retention_margin": _margin(view.margins.get((group.group_id, topic))),
+                "catch_up": _catch_up(view.catch_up.get((group.group_id, topic))),
+                "retention_at_risk": view.at_risk.get((group.group_id, topic)),
+                "lost_messages": sum(lost.missing for lost in losses) if losses else None,
+                "lost_messages_detected": sum(lost.counted for lost in losses) if losses else None,
             }
         )
     return {
@@ -289,6 +326,8 @@ def _uncommitted_partition(u: UncommittedPartition) -> dict[str, Any]:
         "status": None,
         "status_window_complete": None,
         "status_window_completeness": None,
+        "retention_margin": None,
+        "lost_messages": None,
     }
 
 
@@ -320,4 +359,6 @@ def _group_partition(state: ExporterState, item: PartitionLag) -> dict[str, Any]
         "status": None if evaluation is None else evaluation.status.name,
         "status_window_complete": None if evaluation is None else evaluation.window_complete,
         "status_window_completeness": None if evaluation is None else evaluation.complete,
+        "retention_margin": _margin(state.retention.partition_margins.get(key)),
+        "lost_messages": loss.missing if (loss := state.retention.losses.get(key)) else None,
     }

@@ -9,7 +9,7 @@ from exporter.collectors import render, render_probe
 from exporter.collectors.text_format import text
 from exporter.connect.collector import render_connect
 from exporter.model.granularity import FULL
-from exporter.model.snapshot import BrokerLogDirs
+from exporter.model.snapshot import BrokerLogDirs, Topic
 from exporter.model.state import derive
 from exporter.probe.collector import ProbeCollector
 from exporter.probe.tracker import LatencyTracker, ProbeStats
@@ -35,8 +35,9 @@ def probe_stats() -> ProbeStats:
 
 def served() -> Families:
     """Every family from every recorded scenario, a collection with phase timings, a group the
-    exporter may not describe and a broker that could not answer for its log dirs, the probe both
-    disabled and running, and the recorded Connect cluster."""
+    exporter may not describe, a broker that could not answer for its log dirs and a partition
+    whose log start passed every committed offset, the probe both disabled and running, and the
+    recorded Connect cluster."""
     healthy = snapshot("healthy")
     hidden = replace(healthy.groups[0], denied=("groups",))
     timed = replace(
@@ -44,6 +45,7 @@ def served() -> Families:
         durations=MappingProxyType({"metadata": 0.1, "total": 0.5}),
         groups=(hidden, *healthy.groups[1:]),
         log_dirs=(BrokerLogDirs(1, "UnknownBrokerIdError: 1", ()), *healthy.log_dirs[1:]),
+        topics=tuple(_deleted_to_latest(t) if t.name == "measure" else t for t in healthy.topics),
     )
     texts = [render(state(s), FULL) for s in SCENARIOS] + [
         render(derive(None, timed)),
@@ -53,6 +55,11 @@ def served() -> Families:
     texts += [render_probe(None), text(probe.collect())]
     texts.append(render_connect(recorded_reports()))
     return served_families(texts)
+
+
+def _deleted_to_latest(topic: Topic) -> Topic:
+    first, *rest = topic.partitions
+    return replace(topic, partitions=(replace(first, earliest_offset=first.latest_offset), *rest))
 
 
 def test_every_served_family_is_documented_and_every_documented_one_served() -> None:

@@ -81,6 +81,8 @@ GROUP_PARTITION_KEYS = {
     "status",
     "status_window_complete",
     "status_window_completeness",
+    "retention_margin",
+    "lost_messages",
 }
 
 
@@ -196,6 +198,16 @@ def test_cluster_json_shape_and_values_healthy_later() -> None:
     assert 0.1 < topic["max_lag_seconds"] < 1.0
     assert topic["max_lag_seconds_method"] == "interpolated"  # no record read in a replay
     assert topic["messages_consumed_per_second"] == pytest.approx(1999.9, abs=0.1)
+    # Retention (docs/lag.md#retention): 7 days on measure, less the oldest unread record's age.
+    margin = topic["retention_margin"]
+    assert (margin["limit"], margin["method"]) == ("time", "interpolated")
+    assert margin["seconds"] == pytest.approx(7 * 86400 - topic["max_lag_seconds"])
+    assert topic["catch_up"]["state"] == "draining" and topic["catch_up"]["backlog"] == 778
+    assert (topic["retention_at_risk"], topic["lost_messages"]) == (False, 0)
+    retention = {t["name"]: (t["retention"], t["outage_budget"]) for t in doc["topics"]}
+    compacted = {"ms": None, "bytes": None, "none": "compacted"}
+    assert retention["__consumer_offsets"] == (compacted, None)
+    assert retention["measure"][1] == {"seconds": 604800.0, "limit": "time", "method": "caught_up"}
     assert set(billing["partitions"][0]) == GROUP_PARTITION_KEYS
     assert [p["partition"] for p in billing["partitions"]] == list(range(6))
     assert all(

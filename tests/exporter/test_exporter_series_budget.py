@@ -4,6 +4,7 @@ the cluster of issue 10."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -43,9 +44,16 @@ class Counts:
     GT: int
     BT_r: int
     BT_l: int
+    # Retention (exporter/model/retention.py): (group, topic) pairs with a margin, pairs draining
+    # or caught up, topics with an outage budget, group-partitions with a margin, with a loss.
+    GT_m: int = 0
+    GT_d: int = 0
+    T_b: int = 0
+    GP_m: int = 0
+    GP_l: int = 0
 
 
-def counts(snap: ClusterSnapshot) -> Counts:
+def counts(snap: ClusterSnapshot, state: ExporterState | None = None) -> Counts:
     partitions = [(t, p) for t in snap.topics for p in t.partitions]
     size_of = {t.name: len(t.partitions) for t in snap.topics}
     committed = {(g.group_id, c.topic, c.partition) for g in snap.groups for c in g.committed or ()}
@@ -63,23 +71,37 @@ def counts(snap: ClusterSnapshot) -> Counts:
         GT=len(group_topics),
         BT_r=len({(t.name, r) for t, p in partitions for r in p.replicas}),
         BT_l=len({(t.name, p.leader) for t, p in partitions if p.leader >= 0}),
+        **({} if state is None else _retention_counts(state)),
     )
+
+
+def _retention_counts(state: ExporterState) -> dict[str, int]:
+    view = state.retention
+    return {
+        "GT_m": len(view.margins),
+        "GT_d": sum(e.seconds is not None for e in view.catch_up.values()),
+        "T_b": len(view.outage_budgets),
+        "GP_m": len(view.partition_margins),
+        "GP_l": sum(loss.missing > 0 for loss in view.losses.values()),
+    }
 
 
 def ours(c: Counts, g: Granularity) -> int:
     """docs/metrics.md's formula, steady state, probe running."""
     # kafka_broker_up: B; kafka_consumergroup_uncommitted_partitions: GT; the synthetic
     # snapshots know no capabilities (C = 0).
-    always = 9 * c.T + c.BT_r + c.BT_l + 6 * c.GT + 7 * c.G + 7 * c.B + 3 * c.D + 26
+    always = 9 * c.T + c.BT_r + c.BT_l + 10 * c.GT + 7 * c.G + 7 * c.B + 3 * c.D + 26
+    retention = 2 * c.GT_m + c.GT_d + c.T_b + c.GP_l
     probe = 52 * c.B + 1
     detail = {Replicas.ALL: 3 * c.R, Replicas.OUT_OF_SYNC: 3 * c.R_o, Replicas.OFF: 0}
     return (
         always
+        + retention
         + probe
         + (2 * c.P if g.topic_offsets is Level.PARTITION else 0)
         + (7 * c.P if g.partition_state is Level.PARTITION else 0)
         + (2 * c.GP if g.group_offsets is Level.PARTITION else 0)
-        + (2 * c.GP if g.group_lag is Level.PARTITION else 0)
+        + (2 * c.GP + c.GP_m if g.group_lag is Level.PARTITION else 0)
         + detail[g.replicas]
     )
 
@@ -92,9 +114,18 @@ def kafka_exporter(c: Counts) -> int:
     return 1 + c.B + c.T + 7 * c.P + c.G + 2 * c.GT + 2 * c.GP_t + 1
 
 
-def steady_state(shape: Shape, out_of_sync_topics: int = 0) -> ExporterState:
+# What DescribeConfigs answers for a topic left at Kafka's defaults.
+DEFAULT_RETENTION = MappingProxyType(
+    {"retention.ms": "604800000", "retention.bytes": "-1", "cleanup.policy": "delete"}
+)
+
+
+def steady_state(
+    shape: Shape, out_of_sync_topics: int = 0, configs: Mapping[str, str] | None = None
+) -> ExporterState:
     """The second collection of a live exporter (timings per phase, rates, lag seconds), with
-    the last broker out of the ISR of every partition of the first `out_of_sync_topics` topics."""
+    the last broker out of the ISR of every partition of the first `out_of_sync_topics` topics,
+    and `configs` on every topic (the synthetic snapshot has none)."""
     states: list[ExporterState] = []
     for i in range(2):
         snap = shaped_snapshot(
@@ -112,6 +143,8 @@ def steady_state(shape: Shape, out_of_sync_topics: int = 0) -> ExporterState:
             else t
             for n, t in enumerate(snap.topics)
         )
+        if configs is not None:
+            topics = tuple(replace(t, configs=configs) for t in topics)
         timed = MappingProxyType({**dict.fromkeys(PHASES, 0.01), "total": 0.1})
         snap = replace(snap, topics=topics, durations=timed)
         states.append(derive(states[-1] if states else None, snap))
@@ -124,8 +157,9 @@ def served(state: ExporterState, g: Granularity) -> int:
 
 @pytest.mark.parametrize("granularity", [DEFAULT, FULL, SPARSE], ids=["default", "full", "sparse"])
 @pytest.mark.parametrize("out_of_sync_topics", [0, 2])
+@pytest.mark.parametrize("configs", [None, DEFAULT_RETENTION], ids=["no-configs", "retention"])
 def test_the_documented_formula_counts_the_served_series(
-    granularity: Granularity, out_of_sync_topics: int
+    granularity: Granularity, out_of_sync_topics: int, configs: Mapping[str, str] | None
 ) -> None:
     shape = replace(
         uniform_shape(4, 700, 3, 12, partitions_per_topic=50),
@@ -134,15 +168,16 @@ def test_the_documented_formula_counts_the_served_series(
             ("two-topics", ("topic-00001", "topic-00002")),
         ),
     )
-    state = steady_state(shape, out_of_sync_topics)
-    c = counts(state.snapshot)
+    state = steady_state(shape, out_of_sync_topics, configs)
+    c = counts(state.snapshot, state)
     assert (c.R_o > 0) == (out_of_sync_topics > 0)
+    assert (c.T_b > 0) == (configs is not None)
     assert served(state, granularity) == ours(c, granularity)
 
 
 def test_defaults_serve_fewer_series_than_kafka_exporter_on_the_issue_10_cluster() -> None:
-    state = steady_state(ISSUE_10_CLUSTER)
-    c = counts(state.snapshot)
+    state = steady_state(ISSUE_10_CLUSTER, configs=DEFAULT_RETENTION)
+    c = counts(state.snapshot, state)
     assert (c.P, c.R, c.G, c.GP, c.GT, c.T) == (2090, 6231, 55, 5018, 102, 45)
     default, full, theirs = served(state, DEFAULT), served(state, FULL), kafka_exporter(c)
     assert (default, full) == (ours(c, DEFAULT), ours(c, FULL))

@@ -148,11 +148,15 @@ REAL_FIXTURES = frozenset(
 )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests on the real stack run last: the cluster, Connect and the tenants' load it starts
-    stay up until the run ends, and the unit suites' timings must not share the cores with it."""
+    """Tests on the real stack carry the `realstack` marker and run last: the cluster, Connect and
+    the tenants' load it starts stay up until the run ends, and the unit suites' timings must not
+    share the cores with it. First among the hooks, so that `-m realstack` selects by it."""
     # The marker too: a fixture that starts the stack through getfixturevalue is not seen.
     real = [i for i in items if i.get_closest_marker("integration") or _uses_real_stack(i)]
+    for item in real:
+        item.add_marker(pytest.mark.realstack)
     moved = {id(i) for i in real}
     items[:] = [i for i in items if id(i) not in moved] + real
 
