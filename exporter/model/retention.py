@@ -102,20 +102,22 @@ def partition_margin(
             candidates.append(Margin(retention.ms / 1000, TIME, "caught_up"))
         elif age_seconds is not None and age_method is not None:
             candidates.append(Margin(max(0.0, retention.ms / 1000 - age_seconds), TIME, age_method))
-    if retention.bytes is not None and (size := _size_margin(retention.bytes, log, committed)):
-        candidates.append(size)
+    if retention.bytes is not None:
+        if log.size_bytes is None or log.produced_per_second is None:
+            return None  # the size limit may come first: the time limit alone would overstate
+        if size := _size_margin(retention.bytes, log, log.size_bytes, committed):
+            candidates.append(size)
     return min(candidates, key=lambda m: m.seconds, default=None)
 
 
-def _size_margin(limit: int, log: PartitionLog, committed: int) -> Margin | None:
-    """Bytes still allowed before the unread part alone exceeds the limit, at the current growth.
-    Records are taken as equally large: the unread bytes are the log's size in proportion."""
-    if log.size_bytes is None or log.latest <= log.earliest:
-        return None
+def _size_margin(limit: int, log: PartitionLog, size: int, committed: int) -> Margin | None:
+    """Bytes still allowed before the unread part alone exceeds the limit, at the current growth;
+    None when nothing is written (size retention then deletes nothing). Records are taken as
+    equally large: the unread bytes are the log's size in proportion."""
     rate = log.produced_per_second
-    if rate is None or rate <= 0:
-        return None  # nothing is written: size retention deletes nothing
-    per_record = log.size_bytes / (log.latest - log.earliest)
+    if rate is None or rate <= 0 or log.latest <= log.earliest:
+        return None
+    per_record = size / (log.latest - log.earliest)
     unread = per_record * (log.latest - max(committed, log.earliest))
     return Margin(max(0.0, (limit - unread) / (rate * per_record)), SIZE, "rate")
 

@@ -80,9 +80,16 @@ def test_the_size_margin_is_the_room_left_at_the_current_growth() -> None:
     # Both limits: the one that deletes first.
     both = partition_margin(Retention(DAY_MS, 1_000_000), LOG, 5_000, 2 * HOUR, "record")
     assert both == Margin(400.0, "size", "rate")
-    # Nothing written: size retention deletes nothing.
+    # Nothing written: size retention deletes nothing, the time limit alone binds.
     idle = replace(LOG, produced_per_second=0.0)
     assert partition_margin(Retention(None, 1_000_000), idle, 5_000, None, None) is None
+    assert partition_margin(Retention(DAY_MS, 1_000_000), idle, 5_000, HOUR, "record") == Margin(
+        23 * HOUR, "time", "record"
+    )
+    # Growth or size not known yet (a partition's first collection): no margin, not the time
+    # limit's alone, which could be days when the size limit binds in minutes.
+    first_sight = replace(LOG, produced_per_second=None)
+    assert partition_margin(Retention(DAY_MS, 1_000_000), first_sight, 5_000, HOUR, "x") is None
 
 
 def test_the_outage_budget_is_the_first_partition_to_lose_a_record_if_consumers_stopped_now() -> (

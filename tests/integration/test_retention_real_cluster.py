@@ -1,0 +1,246 @@
+"""Issue 22 §6 on the real stack: a group stopped with a backlog on a topic that keeps its records
+for a minute (the harness's brokers check retention every 5 s), or 1 MiB a partition. The
+exporter's retention margin counts down, the group is at risk before Kafka deletes anything, and
+once the log start passes the committed offsets, the records counted lost are the offsets actually
+deleted: log start offsets read before and after the collection that is checked.
+
+Written for the shared, busy harness cluster: a topic and group of its own, the exporter filtered
+to them, every wait with a deadline. The timeline is printed (pytest -s shows it) for the note.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from tests.exporter.exposition import value
+from tests.exporter.live import Running, exporter_process, wait_for
+from tests.realstack.topics import create_topic
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 2
+PER_SECOND = 20
+RETENTION_MS = 60_000
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One way Kafka deletes: the topic's settings and what each message weighs."""
+
+    limit: str
+    config: dict[str, str]
+    payload: int  # bytes of padding per message
+
+
+# A minute of records; segments roll every 5 s under the producer's writes, so deletions come in
+# small steps.
+TIME = Kind("time", {"retention.ms": str(RETENTION_MS), "segment.ms": "5000"}, 0)
+# 1 MiB per partition (Kafka 4's smallest segment): at 20 messages of 4 kB a second, 10 per
+# partition, a partition fills its retention in ≈ 26 s and deletes its first segment ≈ 26 s later.
+SIZE = Kind("size", {"retention.bytes": str(1 << 20), "segment.bytes": str(1 << 20)}, 4_000)
+
+
+@dataclass
+class Drill:
+    bootstrap: str
+    name: str  # the topic, and the group
+    kind: Kind
+    committed: dict[int, int] = field(default_factory=dict)
+    committed_at: float = 0.0
+    timeline: list[tuple[float, str]] = field(default_factory=list)
+
+    def mark(self, what: str) -> None:
+        self.timeline.append((time.time(), what))
+
+    def log_start(self) -> dict[int, int]:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        asked = {TopicPartition(self.name, p): OffsetSpec.earliest() for p in range(PARTITIONS)}
+        answers = admin.list_offsets(asked, request_timeout=10)
+        return {tp.partition: f.result(timeout=15).offset for tp, f in answers.items()}
+
+
+def _produce_until(stop: threading.Event, bootstrap: str, name: str, payload: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    n = 0
+    padding = b"x" * payload
+    while not stop.is_set():
+        producer.produce(name, value=b'{"n": %d}' % n + padding, partition=n % PARTITIONS)
+        producer.poll(0)
+        n += 1
+        time.sleep(1 / PER_SECOND)
+    producer.flush(30)
+
+
+@pytest.fixture(params=[TIME, SIZE], ids=lambda kind: kind.limit)
+def drill(request: pytest.FixtureRequest, real_kafka_bootstrap: str) -> Iterator[Drill]:
+    """A topic that keeps a minute's records (or 1 MiB a partition), written to for the whole
+    test, and a group that committed its offsets once, a few seconds in, and never again."""
+    kind: Kind = request.param
+    name = f"vigia-it-retention-{kind.limit}-{uuid.uuid4().hex[:8]}"
+    create_topic(real_kafka_bootstrap, name, PARTITIONS, config=kind.config)
+    admin = AdminClient({"bootstrap.servers": real_kafka_bootstrap})
+    stop = threading.Event()
+    producer = threading.Thread(
+        target=_produce_until, args=(stop, real_kafka_bootstrap, name, kind.payload), daemon=True
+    )
+    producer.start()
+    found = Drill(real_kafka_bootstrap, name, kind)
+    try:
+        time.sleep(3)
+        latest = {
+            tp.partition: f.result(timeout=15).offset
+            for tp, f in admin.list_offsets(
+                {TopicPartition(name, p): OffsetSpec.latest() for p in range(PARTITIONS)},
+                request_timeout=10,
+            ).items()
+        }
+        assert all(latest.values()), f"nothing produced in 3 s: {latest}"
+        consumer = Consumer({"bootstrap.servers": real_kafka_bootstrap, "group.id": name})
+        try:
+            consumer.commit(
+                offsets=[TopicPartition(name, p, o) for p, o in latest.items()], asynchronous=False
+            )
+        finally:
+            consumer.close()
+        found.committed, found.committed_at = latest, time.time()
+        found.mark(f"group committed {latest} and stopped; the producer goes on")
+        yield found
+    finally:
+        stop.set()
+        producer.join(60)
+        admin.delete_topics([name], request_timeout=30)[name].result(timeout=60)
+        for future in admin.delete_consumer_groups([name], request_timeout=30).values():
+            with contextlib.suppress(KafkaException):
+                future.result(timeout=30)
+        for at, what in found.timeline:
+            print(f"{at - found.committed_at:7.1f} s  {what}")
+
+
+def _group_topic(exporter: Running, name: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    doc = exporter.get("/api/v1/cluster").json()
+    for group in doc.get("groups", ()):
+        if group["group_id"] == name and group["topics"]:
+            return doc, group
+    return None
+
+
+def test_the_margin_counts_down_the_risk_comes_before_the_deletion_and_the_loss_is_counted(
+    drill: Drill, tmp_path: Path
+) -> None:
+    name, committed = drill.name, drill.committed
+    only = f"^{name}$"
+    args = ("--bootstrap-servers", drill.bootstrap, "--no-probe")
+    args += ("--topic-include", only, "--group-include", only)
+    args += ("--collection-interval", "2", "--collection-timeout", "10", "--catchup-window", "10")
+    with exporter_process(tmp_path / "exporter.log", *args) as exporter:
+        # 1. The margin: the retention less the oldest unread record's age, read from the record.
+        def margins() -> tuple[float, dict[int, dict[str, Any]]] | None:
+            found = _group_topic(exporter, name)
+            if found is None:
+                return None
+            doc, group = found
+            by_partition = {p["partition"]: p["retention_margin"] for p in group["partitions"]}
+            if len(by_partition) == PARTITIONS and all(by_partition.values()):
+                return doc["collected_at"], by_partition
+            return None
+
+        found = wait_for(margins, 60, "a retention margin for every partition")
+        assert isinstance(found, tuple)
+        first_at, first = found
+        drill.mark(f"first margins {[round(m['seconds'], 1) for m in first.values()]} s")
+        size = drill.kind is SIZE
+        for margin in first.values():
+            assert (margin["limit"], margin["method"]) == (
+                ("size", "rate") if size else ("time", "record")
+            ), margin
+            if not size:
+                # The record at the committed offset was written just before the commit.
+                expected = RETENTION_MS / 1000 - (first_at - drill.committed_at)
+                assert margin["seconds"] == pytest.approx(expected, abs=5.0), margin
+
+        # 2. It counts down: by the time between collections (a record's timestamp never moves),
+        # or for size, as the unread bytes grow towards the limit.
+        def six_seconds_later() -> tuple[float, dict[int, dict[str, Any]]] | None:
+            found = margins()
+            return found if found is not None and found[0] >= first_at + 6 else None
+
+        later = wait_for(six_seconds_later, 30, "margins collected 6 s later")
+        assert isinstance(later, tuple)
+        later_at, now = later
+        for p, margin in now.items():
+            elapsed = later_at - first_at
+            if size:
+                assert margin["seconds"] < first[p]["seconds"] or margin["seconds"] == 0, (
+                    first,
+                    now,
+                )
+            else:
+                assert first[p]["seconds"] - margin["seconds"] == pytest.approx(elapsed, abs=0.5)
+        drill.mark(f"margins {[round(m['seconds'], 1) for m in now.values()]} s")
+
+        # 3. At risk (the backlog grows, the margin is under the 6 h floor) before any deletion.
+        def at_risk() -> float | None:
+            found = _group_topic(exporter, name)
+            if found is not None and found[1]["topics"][0]["retention_at_risk"]:
+                return float(found[0]["collected_at"])
+            return None
+
+        risk_at = wait_for(at_risk, 60, "the group at risk")
+        start = drill.log_start()
+        assert all(start[p] <= committed[p] for p in committed), (start, committed)
+        risk_after = float(risk_at) - drill.committed_at  # type: ignore[arg-type]
+        drill.mark(f"at risk (collection at {risk_after:.1f} s); log start {start}")
+        metrics = exporter.metrics()
+        labels = {"consumergroup": name, "topic": name}
+        assert value(metrics, "kafka_consumergroup_retention_at_risk", **labels) == 1
+        assert value(metrics, "kafka_consumergroup_catchup_state", **labels) == 3  # growing
+
+        # 4. Kafka deletes past the committed offsets: the first segment a minute old goes.
+        def deleted() -> dict[int, int] | None:
+            start = drill.log_start()
+            return start if any(start[p] > committed[p] for p in committed) else None
+
+        first_deletion = wait_for(deleted, 150, "retention to delete past a committed offset")
+        drill.mark(f"log start passed a committed offset: {first_deletion}")
+
+        # 5. What the exporter counts lost is what was deleted: log start offsets read before and
+        # after one collection bound it, per partition.
+        def checked() -> tuple[dict[int, int], dict[int, int], dict[str, Any], Any] | None:
+            before, asked_at = drill.log_start(), time.time()
+            wait_for(
+                lambda: exporter.get("/api/v1/cluster").json()["collected_at"] > asked_at,
+                30,
+                "a collection after the log start was read",
+            )
+            found = _group_topic(exporter, name)
+            metrics = exporter.metrics()
+            after = drill.log_start()
+            if found is None or found[0]["collected_at"] <= asked_at:
+                return None
+            return before, after, found[1], metrics
+
+        result = wait_for(checked, 60, "a collection bounded by log start reads")
+        assert isinstance(result, tuple)
+        before, after, group, metrics = result
+        lost = {p["partition"]: p["lost_messages"] for p in group["partitions"]}
+        for p in committed:
+            low, high = max(0, before[p] - committed[p]), max(0, after[p] - committed[p])
+            assert low <= lost[p] <= high, (p, before, after, committed, lost)
+        total = sum(lost.values())
+        assert total > 0
+        assert value(metrics, "kafka_consumergroup_lost_messages_sum", **labels) == total
+        # The exporter saw every deletion happen: it counted each deleted offset once.
+        assert value(metrics, "kafka_consumergroup_lost_messages_detected_total", **labels) == total
+        assert group["topics"][0]["retention_margin"]["method"] == "deleted"
+        drill.mark(f"lost {lost} (log start before {before}, after {after}), counted {total}")
