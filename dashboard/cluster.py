@@ -119,6 +119,10 @@ class GroupTopic:
     committed_offset_sum: int | None
     max_lag_seconds: float | None
     messages_consumed_per_second: float | None
+    # Seconds until retention may delete the oldest unread record (docs/lag.md#retention); None
+    # for topics Kafka deletes nothing from by retention, or while unknown.
+    retention_margin_seconds: float | None = None
+    retention_at_risk: bool | None = None
 
 
 class GroupPartition(NamedTuple):
@@ -155,6 +159,15 @@ class Group:
     def max_lag_seconds(self) -> float | None:
         values = [t.max_lag_seconds for t in self.topics if t.max_lag_seconds is not None]
         return max(values) if values else None
+
+    @property
+    def retention_margin_seconds(self) -> float | None:
+        values = [t.retention_margin_seconds for t in self.topics]
+        return min((v for v in values if v is not None), default=None)
+
+    @property
+    def retention_at_risk(self) -> bool:
+        return any(t.retention_at_risk for t in self.topics)
 
 
 @dataclass(frozen=True)
@@ -269,6 +282,8 @@ def _group(raw: Mapping[str, Any]) -> Group:
                 committed_offset_sum=_int(t.get("committed_offset_sum")),
                 max_lag_seconds=_float(t.get("max_lag_seconds")),
                 messages_consumed_per_second=_float(t.get("messages_consumed_per_second")),
+                retention_margin_seconds=_float((t.get("retention_margin") or {}).get("seconds")),
+                retention_at_risk=t.get("retention_at_risk"),
             )
             for t in raw.get("topics") or ()
         ),

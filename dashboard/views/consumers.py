@@ -112,9 +112,18 @@ def group_rows(groups: Sequence[Group], filters: Filters) -> list[list[str]]:
                 fmt_int(g.lag),
                 fmt_seconds(g.max_lag_seconds),
                 fmt_number(sum(consumed)) if consumed else "–",
+                _margin(g),
             ]
         )
     return rows
+
+
+def _margin(group: Group) -> str:
+    """The smallest retention margin over the group's topics, flagged when it will not do."""
+    margin = group.retention_margin_seconds
+    if margin is None:
+        return "–"
+    return fmt_seconds(margin) + (" · at risk" if group.retention_at_risk else "")
 
 
 def partition_status_rows(groups: Sequence[Group], filters: Filters) -> list[dict[str, Any]]:
@@ -330,11 +339,16 @@ def _tables(cluster: Cluster, f: Filters) -> html.Div:
                         "Lag (messages)",
                         "Max lag (s)",
                         "Consumed msg/s",
+                        "Retention margin",
                     ],
                     rows,
                     id="groups-table",
                     row_classes=[
-                        "row-bad" if r[4] == "ERR" else "row-warn" if r[4] == "WARN" else ""
+                        "row-bad"
+                        if r[4] == "ERR" or r[9].endswith("at risk")
+                        else "row-warn"
+                        if r[4] == "WARN"
+                        else ""
                         for r in rows
                     ],
                     empty="Consumer groups: " + not_available("ListGroups")

@@ -18,6 +18,7 @@ from dashboard.views.common import (
     card,
     empty_figure,
     fmt_int,
+    fmt_number,
     fmt_seconds,
     graph,
     line_figure,
@@ -46,6 +47,7 @@ def plan() -> Plan:
             "trigger": "max(vigia_ingest_trigger_interval_seconds)",
             "day_measures": "max by (measure_date) (vigia_ingest_day_measures)",
             "completeness": '{__name__=~"vigia_ingest_.*completeness.*"}',
+            **CATCH_UP_QUERIES,
         },
         ranged={
             "input_rate": f"{_BY_QUERY} (vigia_ingest_input_rows_per_second)",
@@ -70,8 +72,63 @@ def plan() -> Plan:
             "invalid_rate": "sum by (reason) (rate(vigia_ingest_invalid_rows_total[5m]))",
             "freshness": "time() - max(vigia_ingest_newest_measure_timestamp_seconds)",
             "progress_age": "time() - max(vigia_ingest_last_progress_timestamp_seconds)",
+            "margin_history": CATCH_UP_QUERIES["margin"].replace("topic, limit", "topic"),
+            "catchup_history": CATCH_UP_QUERIES["catchup_seconds"],
         },
     )
+
+
+# The exporter's catch-up and retention verdicts for the job's group (docs/lag.md#retention):
+# answer -> (aggregation, family).
+CATCH_UP_FAMILIES = {
+    "backlog": ("sum by (topic)", "kafka_consumergroup_lag_sum"),
+    "drain": ("sum by (topic)", "kafka_consumergroup_backlog_drain_messages_per_second"),
+    "catchup_seconds": ("max by (topic)", "kafka_consumergroup_catchup_seconds"),
+    "catchup_state": ("max by (topic)", "kafka_consumergroup_catchup_state"),
+    "margin": ("min by (topic, limit)", "kafka_consumergroup_min_retention_margin_seconds"),
+    "at_risk": ("max by (topic)", "kafka_consumergroup_retention_at_risk"),
+    "lost": ("sum by (topic)", "kafka_consumergroup_lost_messages_sum"),
+}
+CATCH_UP_QUERIES = {
+    key: f'{aggregation} ({family}{{consumergroup="{INGEST_GROUP}"}})'
+    for key, (aggregation, family) in CATCH_UP_FAMILIES.items()
+}
+CATCH_UP_STATES = {0: "caught up", 1: "draining", 2: "holding", 3: "growing"}
+
+
+def catch_up_rows(answers: Mapping[str, Vector | Unreachable]) -> list[list[str]]:
+    """Per topic the group reads: backlog, drain rate, time to catch up, retention margin (and
+    which limit), state, and the verdict: lost, at risk, ok."""
+    values: dict[str, dict[str, float]] = {}
+    limits: dict[str, str] = {}
+    for key in CATCH_UP_QUERIES:
+        answer = answers.get(key)
+        if isinstance(answer, list):
+            values[key] = by_label(answer, "topic")
+            if key == "margin":
+                limits = {s.labels.get("topic", ""): s.labels.get("limit", "") for s in answer}
+    topics = sorted(set(values.get("backlog", {})) | set(values.get("margin", {})))
+    rows = []
+    for topic in topics:
+        get = {key: found.get(topic) for key, found in values.items()}
+        state = get.get("catchup_state")
+        margin = get.get("margin")
+        lost, risk = get.get("lost"), get.get("at_risk")
+        verdict = (
+            f"LOST {fmt_int(lost)}" if lost else "AT RISK" if risk else "ok" if risk == 0 else "–"
+        )
+        rows.append(
+            [
+                topic,
+                fmt_int(get.get("backlog")),
+                fmt_number(get.get("drain")) + "/s" if get.get("drain") is not None else "–",
+                fmt_seconds(get.get("catchup_seconds")) if state != 2 and state != 3 else "never",
+                fmt_seconds(margin) + f" ({limits[topic]})" if margin is not None else "–",
+                CATCH_UP_STATES.get(int(state), "?") if state is not None else "–",
+                verdict,
+            ]
+        )
+    return rows
 
 
 @dataclass(frozen=True)
@@ -234,6 +291,18 @@ def build(ctx: PageContext) -> list[Any]:
         ],
         id="ingest-summary",
     )
+    catch_up = catch_up_rows({key: ctx.instant(key) for key in CATCH_UP_QUERIES})
+    margin_traces = matrix_traces(
+        ctx.ranged("margin_history"),
+        lambda lab: f"retention margin · {lab.get('topic', '?')}",
+        metric="kafka_consumergroup_min_retention_margin_seconds",
+    )
+    catchup_traces = matrix_traces(
+        ctx.ranged("catchup_history"),
+        lambda lab: f"time to catch up · {lab.get('topic', '?')}",
+        dash="dot",
+        metric="kafka_consumergroup_catchup_seconds",
+    )
     day_measures = ctx.instant("day_measures")
     days = daily_completeness(day_measures, ctx.instant("completeness"))
     why_days = (
@@ -289,6 +358,42 @@ def build(ctx: PageContext) -> list[Any]:
                         ),
                         "fig-ingest-backlog",
                     ),
+                ),
+                card(
+                    "Catch-up and retention",
+                    simple_table(
+                        [
+                            "Topic",
+                            "Backlog",
+                            "Drain rate",
+                            "Time to catch up",
+                            "Retention margin",
+                            "State",
+                            "Verdict",
+                        ],
+                        catch_up,
+                        id="catch-up-table",
+                        row_classes=[
+                            "row-bad" if r[6].startswith(("LOST", "AT RISK")) else ""
+                            for r in catch_up
+                        ],
+                        empty="No catch-up data from the exporter yet.",
+                    ),
+                    graph(
+                        line_figure(
+                            "Retention margin vs time to catch up",
+                            margin_traces + catchup_traces,
+                            seconds=True,
+                        ),
+                        "fig-ingest-catch-up",
+                    ),
+                    note(
+                        "The margin is the time until Kafka may delete the oldest measure the job "
+                        "has not read (a lower bound); at risk when catching up takes longer, or "
+                        "the margin is under 6 h and the backlog does not drain. Runbook: "
+                        "IngestRetentionAtRisk."
+                    ),
+                    wide=True,
                 ),
                 card(
                     "Backlog (seconds)",

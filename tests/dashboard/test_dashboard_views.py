@@ -589,3 +589,54 @@ def test_every_page_survives_all_backends_down(path: str) -> None:
     for _, fig in figures(page):
         go.Figure(fig)
     assert "Traceback" not in text
+
+
+# ------------------------------------------------------------------ catch-up and retention
+
+
+def _by_topic(**values: float) -> list[Sample]:
+    return [Sample({"topic": topic, "limit": "time"}, v) for topic, v in values.items()]
+
+
+def test_catch_up_rows_give_the_verdict_lost_before_at_risk_before_ok() -> None:
+    rows = ingest.catch_up_rows(
+        {
+            "backlog": _by_topic(measure=90_000, draining=1_200, held=500),
+            "drain": _by_topic(measure=-40.0, draining=10.0, held=0.0),
+            "catchup_seconds": _by_topic(draining=120.0),
+            "catchup_state": _by_topic(measure=3, draining=1, held=2),
+            "margin": _by_topic(measure=0.0, draining=30.0, held=86_400.0),
+            "at_risk": _by_topic(measure=1, draining=1, held=0),
+            "lost": _by_topic(measure=700, draining=0, held=0),
+        }
+    )
+    assert rows == [
+        ["draining", "1,200", "10.0/s", "2 min", "30 s (time)", "draining", "AT RISK"],
+        ["held", "500", "0.0/s", "never", "24.0 h (time)", "holding", "ok"],
+        ["measure", "90,000", "-40.0/s", "never", "0.0 s (time)", "growing", "LOST 700"],
+    ]
+    # Nothing from the exporter (or Prometheus unreachable): no rows, not zeros.
+    assert ingest.catch_up_rows({"backlog": Unreachable("prometheus", "down")}) == []
+
+
+def test_ingest_page_shows_the_catch_up_of_the_recorded_stopped_job() -> None:
+    page = ingest.build(recorded_context("/ingest"))
+    # vigia-ingest stopped consuming in the recordings while 2,000 msg/s arrived: growing, with
+    # measure's 7 days of retention (less its lag) ahead, so not at risk.
+    assert table_rows(page, "catch-up-table") == [
+        ["measure", "295,914", "-1,996/s", "never", "7.0 d (time)", "growing", "ok"]
+    ]
+    margin = traces_by_name(figure(page, "fig-ingest-catch-up"))["retention margin · measure"]
+    assert 167.9 < min(v for v in margin if v is not None) < 168.0  # hours
+
+
+def test_consumers_table_shows_each_groups_retention_margin_and_flags_a_risk() -> None:
+    margins = {r[0]: r[9] for r in consumers.group_rows(cluster("rebalanced").groups, Filters())}
+    assert (margins["vigia-ingest"], margins["events-reader"]) == ("7.0 d", "24.0 h")
+    (ingest_group,) = [g for g in cluster("rebalanced").groups if g.group_id == "vigia-ingest"]
+    (topic,) = ingest_group.topics
+    risky = replace(
+        ingest_group,
+        topics=(replace(topic, retention_margin_seconds=1_800.0, retention_at_risk=True),),
+    )
+    assert consumers.group_rows([risky], Filters())[0][9] == "30 min · at risk"
