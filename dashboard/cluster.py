@@ -104,8 +104,12 @@ class Topic:
     size_bytes: int | None
     leader_size_bytes: int | None
     messages_in_per_second: float | None
-    retention_ms: int | None  # not in docs/api.md yet; used when the exporter adds it
+    retention_ms: int | None  # None when Kafka deletes nothing by age (or unknown)
     partitions: tuple[Partition, ...]
+    # How long a consumer that stopped now could stay stopped before losing a record, and the
+    # limit that binds (docs/lag.md#retention); None for topics without deletion by retention.
+    outage_budget_seconds: float | None = None
+    outage_budget_limit: str | None = None
 
     @property
     def replication_factor(self) -> int:
@@ -247,11 +251,12 @@ def _partition(topic: str, raw: Mapping[str, Any]) -> Partition:
 
 def _topic(raw: Mapping[str, Any]) -> Topic:
     name = str(raw["name"])
-    retention = raw.get("retention_ms", (raw.get("configs") or {}).get("retention.ms"))
+    retention = (raw.get("retention") or {}).get("ms")
     try:
         retention_ms = int(retention) if retention is not None else None
     except (TypeError, ValueError):
         retention_ms = None
+    budget = raw.get("outage_budget") or {}
     return Topic(
         name=name,
         internal=bool(raw.get("internal", False)),
@@ -261,6 +266,8 @@ def _topic(raw: Mapping[str, Any]) -> Topic:
         messages_in_per_second=_float(raw.get("messages_in_per_second")),
         retention_ms=retention_ms if retention_ms is None or retention_ms > 0 else None,
         partitions=tuple(_partition(name, p) for p in raw.get("partitions", ())),
+        outage_budget_seconds=_float(budget.get("seconds")),
+        outage_budget_limit=budget.get("limit"),
     )
 
 

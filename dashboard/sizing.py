@@ -8,6 +8,10 @@
   (produce × RF); out = replication out of leaders (produce × (RF − 1)) + every consumer group
   reading the whole topic (produce × groups).
 - Brokers needed = the largest of the disk need, the network need and the replication factor.
+- Outage budget: to survive an outage of the consumers lasting O without losing a message,
+  retention must be at least O (the oldest unread message is then O old, and catching up reads the
+  oldest first); retention is raised to O when shorter. Catching up afterwards takes the O of
+  backlog ÷ (what the partitions' consumers sustain − the target throughput).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class SizingInputs:
     network_bytes_per_second_per_broker: float
     max_disk_utilization: float = 0.7
     max_network_utilization: float = 0.7
+    outage_budget_hours: float = 0.0  # the consumers' outage to survive; 0: none asked for
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,10 @@ class SizingResult:
     limited_by: str  # "disk" | "network" | "replication factor"
     disk_utilization: float  # per broker at `brokers`
     network_utilization: float  # busiest direction per broker at `brokers`
+    retention_hours: float  # the retention sized for: the asked one, raised to the outage budget
+    # After an outage of the budget, at full consumer capacity; None when that capacity does not
+    # exceed the target throughput (the backlog never drains).
+    catch_up_seconds: float | None
 
 
 def _check(inputs: SizingInputs) -> None:
@@ -67,6 +76,8 @@ def _check(inputs: SizingInputs) -> None:
         raise SizingError("replication factor must be at least 1")
     if inputs.consumer_groups < 0:
         raise SizingError("consumer groups cannot be negative")
+    if not inputs.outage_budget_hours >= 0 or math.isinf(inputs.outage_budget_hours):
+        raise SizingError("outage budget must be 0 or a positive number")
     for name, ratio in (
         ("max disk utilization", inputs.max_disk_utilization),
         ("max network utilization", inputs.max_network_utilization),
@@ -82,7 +93,8 @@ def size_cluster(inputs: SizingInputs) -> SizingResult:
         inputs.target_messages_per_second / inputs.per_consumer_messages_per_second
     )
     produce = inputs.target_messages_per_second * inputs.bytes_per_message
-    retained = produce * inputs.retention_hours * 3600
+    retention_hours = max(inputs.retention_hours, inputs.outage_budget_hours)
+    retained = produce * retention_hours * 3600
     stored = retained * rf
     disk_capacity = inputs.disk_bytes_per_broker * inputs.max_disk_utilization
     brokers_disk = math.ceil(stored / disk_capacity)
@@ -109,4 +121,14 @@ def size_cluster(inputs: SizingInputs) -> SizingResult:
         network_utilization=max(net_in, net_out)
         / brokers
         / inputs.network_bytes_per_second_per_broker,
+        retention_hours=retention_hours,
+        catch_up_seconds=_catch_up_seconds(inputs, partitions),
     )
+
+
+def _catch_up_seconds(inputs: SizingInputs, partitions: int) -> float | None:
+    backlog = inputs.target_messages_per_second * inputs.outage_budget_hours * 3600
+    drain = partitions * inputs.per_consumer_messages_per_second - inputs.target_messages_per_second
+    if backlog == 0:
+        return 0.0
+    return backlog / drain if drain > 0 else None

@@ -22,6 +22,7 @@ from dashboard.views.common import (
     fmt_bytes,
     fmt_int,
     fmt_number,
+    fmt_seconds,
     graph,
     line_figure,
     matrix_traces,
@@ -114,6 +115,25 @@ class Prefill:
     sources: Mapping[str, str]  # input field -> where its value came from
 
 
+def outage_budget_rows(cluster: Cluster, filters: Filters) -> list[list[str]]:
+    """User topics Kafka deletes from by retention, the shortest outage budget first: how long a
+    consumer that stopped now could stay stopped before losing a message."""
+    topics = [
+        t
+        for t in cluster.topics
+        if not t.internal and t.outage_budget_seconds is not None and filters.keep_topic(t.name)
+    ]
+    return [
+        [
+            t.name,
+            f"{fmt_seconds(t.outage_budget_seconds)} ({t.outage_budget_limit})",
+            fmt_number(t.messages_in_per_second) if t.messages_in_per_second is not None else "–",
+            fmt_bytes(t.size_bytes),
+        ]
+        for t in sorted(topics, key=lambda t: (t.outage_budget_seconds, t.name))
+    ]
+
+
 def default_topic(cluster: Cluster, filters: Filters) -> str | None:
     """The first selected topic, else `measure`, else the busiest user topic."""
     names = [t.name for t in cluster.topics]
@@ -178,6 +198,7 @@ def prefill(
         for t in g.topics
         if t.topic == topic_name and t.messages_consumed_per_second
     ]
+    budget = topic.outage_budget_seconds if topic else None
     disks = (
         [d.total_bytes for b in cluster.brokers for d in b.log_dirs if d.total_bytes]
         if (cluster)
@@ -221,6 +242,12 @@ def prefill(
             "smallest log dir volume",
         ),
         network_bytes_per_second_per_broker=DEFAULT_NETWORK_BYTES,
+        outage_budget_hours=budget / 3600 if budget else 0.0,
+    )
+    sources["outage_budget_hours"] = (
+        "live: what the topic survives now (type the outage to plan for)"
+        if budget
+        else "none asked for"
     )
     sources["consumer_groups"] = "live: groups with commits on the topic" if topic else "assumed"
     sources["network_bytes_per_second_per_broker"] = "assumed 1 Gbit/s NIC"
@@ -239,6 +266,7 @@ CALCULATOR_FIELDS: Sequence[tuple[str, str, str, float]] = (
     ("network_bytes_per_second_per_broker", "Network per broker", "MB/s", MB),
     ("max_disk_utilization", "Max disk use", "ratio", 1.0),
     ("max_network_utilization", "Max network use", "ratio", 1.0),
+    ("outage_budget_hours", "Survive a consumer outage of", "h", 1.0),
 )
 
 
@@ -303,7 +331,8 @@ def calculator(topics: Sequence[str], pre: Prefill) -> html.Div:
         note(
             "Partitions = target ÷ one consumer's throughput. Brokers = max(disk: retained bytes × "
             "RF ÷ usable disk per broker; network: in = produce × RF, out = produce × (RF − 1 + "
-            "groups), each ÷ usable network per broker; RF)."
+            "groups), each ÷ usable network per broker; RF). Retention is raised to the outage "
+            "budget: a consumer stopped that long then loses nothing."
         ),
         wide=True,
         id="sizing-card",
@@ -336,6 +365,7 @@ def render_result(result: SizingResult | SizingError) -> html.Div:
                 ["", "Value", "Brokers needed"],
                 [
                     ["Produce", f"{fmt_bytes(r.produce_bytes_per_second)}/s", ""],
+                    ["Retention sized for", f"{r.retention_hours:g} h", ""],
                     ["Retained (one copy)", fmt_bytes(r.retained_bytes), ""],
                     ["Stored (all replicas)", fmt_bytes(r.stored_bytes), str(r.brokers_for_disk)],
                     [
@@ -352,6 +382,13 @@ def render_result(result: SizingResult | SizingError) -> html.Div:
                     [
                         "Network use per broker (busiest direction)",
                         f"{r.network_utilization:.2%}",
+                        "",
+                    ],
+                    [
+                        "Catching up after the outage budget",
+                        "never: consumers sustain no more than the target"
+                        if r.catch_up_seconds is None
+                        else fmt_seconds(r.catch_up_seconds),
                         "",
                     ],
                 ],
@@ -497,6 +534,21 @@ def build(ctx: PageContext) -> list[Any]:
                         "Growth is the slope of Kafka data over the selected range "
                         f"({window / 3600:g} h, at least 5 min); days until full = free bytes ÷ "
                         "growth."
+                    ),
+                    wide=True,
+                ),
+                card(
+                    "Outage budget",
+                    simple_table(
+                        ["Topic", "A stopped consumer loses nothing for", "Messages in/s", "Size"],
+                        outage_budget_rows(cluster, f),
+                        id="outage-budget-table",
+                        empty="No topic that Kafka deletes from by retention.",
+                    ),
+                    note(
+                        "retention.ms, or the time the fastest partition takes to fill "
+                        "retention.bytes at today's production (docs/lag.md#retention). Plan for "
+                        "a longer outage with the sizing calculator below."
                     ),
                     wide=True,
                 ),

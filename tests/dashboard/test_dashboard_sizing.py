@@ -87,3 +87,22 @@ def test_form_round_trip_and_errors() -> None:
     assert back.replication_factor == 3 and isinstance(back.replication_factor, int)
     assert str(compute([None, *values[1:]])) == "fill in every field"
     assert compute(values).brokers == 3  # type: ignore[union-attr]
+
+
+def test_an_outage_budget_raises_the_retention_and_says_how_long_catching_up_takes() -> None:
+    # Partitions sized for the throughput alone (2,000 ÷ 500 = 4) never drain a backlog.
+    exact = size_cluster(dataclasses.replace(MEASURE_LIKE, outage_budget_hours=72))
+    assert (exact.retention_hours, exact.catch_up_seconds) == (168, None)
+    assert exact.retained_bytes == size_cluster(MEASURE_LIKE).retained_bytes
+    # At 1,800 msg/s the same 4 partitions drain 200 msg/s: 3 days of backlog take 27 days.
+    slower = dataclasses.replace(MEASURE_LIKE, target_messages_per_second=1800)
+    survive = size_cluster(dataclasses.replace(slower, outage_budget_hours=72))
+    assert survive.catch_up_seconds == pytest.approx(1800 * 72 * 3600 / 200)
+    assert survive.catch_up_seconds == 27 * 86400
+    # A 10-day outage needs 10 days of retention, and the disk for them.
+    ten_days = size_cluster(dataclasses.replace(slower, outage_budget_hours=240))
+    assert ten_days.retention_hours == 240
+    assert ten_days.retained_bytes == pytest.approx(survive.retained_bytes * 240 / 168)
+    assert size_cluster(slower).catch_up_seconds == 0.0  # no outage asked for
+    with pytest.raises(SizingError, match="outage budget"):
+        size_cluster(dataclasses.replace(MEASURE_LIKE, outage_budget_hours=-1))

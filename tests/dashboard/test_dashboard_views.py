@@ -479,7 +479,13 @@ def test_sizing_prefill_from_the_live_topology() -> None:
     assert pre.inputs.replication_factor == 3
     assert pre.inputs.consumer_groups == 2  # billing and vigia-ingest commit on measure
     assert pre.inputs.disk_bytes_per_broker == 270553174016
-    assert pre.sources["retention_hours"].startswith("assumed")
+    assert (pre.inputs.retention_hours, pre.sources["retention_hours"]) == (
+        168.0,
+        "live: topic retention.ms",
+    )
+    # A consumer stopped now would lose nothing for the 7 days of measure's retention.
+    assert pre.inputs.outage_budget_hours == 168.0
+    assert pre.sources["outage_budget_hours"].startswith("live")
     # the first collection has no rates: Prometheus fills them in
     first = capacity.prefill(
         cluster("healthy"), "measure", {"topic_rate": 1981.0, "per_member": None}
@@ -640,3 +646,12 @@ def test_consumers_table_shows_each_groups_retention_margin_and_flags_a_risk() -
         topics=(replace(topic, retention_margin_seconds=1_800.0, retention_at_risk=True),),
     )
     assert consumers.group_rows([risky], Filters())[0][9] == "30 min · at risk"
+
+
+def test_capacity_page_lists_each_topics_outage_budget_shortest_first() -> None:
+    rows = capacity.outage_budget_rows(cluster("healthy-later"), Filters())
+    assert [r[0] for r in rows] == ["events", "measure-quarantine", "verify-6x3", "measure"]
+    assert rows[-1][:2] == ["measure", "7.0 d (time)"]
+    assert capacity.outage_budget_rows(cluster("healthy-later"), Filters(topics=("measure",))) == [
+        rows[-1]
+    ]
