@@ -528,6 +528,24 @@ def kafka_cluster_board() -> Board:
                 width=12,
             ),
             Panel(
+                "Outage budget per topic",
+                (
+                    q(
+                        f"min by (topic) (kafka_topic_outage_budget_seconds{{{C}}})",
+                        "{{topic}}",
+                        instant=True,
+                    ),
+                ),
+                kind="bargauge",
+                unit="s",
+                width=8,
+                description=(
+                    "How long a consumer that stopped now could stay stopped before the topic's "
+                    "retention deletes a message it has not read, at today's production "
+                    "(docs/lag.md#retention)."
+                ),
+            ),
+            Panel(
                 "Volume used",
                 (
                     q(
@@ -813,6 +831,34 @@ def consumers_board() -> Board:
                 width=12,
             ),
             Panel(
+                "Time to catch up",
+                (
+                    q(
+                        "max by (consumergroup, topic) "
+                        f"(kafka_consumergroup_catchup_seconds{{{CGT}}})",
+                        "{{consumergroup}} {{topic}}",
+                    ),
+                ),
+                unit="s",
+                width=12,
+                description="Backlog ÷ how fast it shrank over the exporter's catch-up window; "
+                "no value while the backlog holds or grows (docs/lag.md#retention).",
+            ),
+            Panel(
+                "Retention margin",
+                (
+                    q(
+                        "min by (consumergroup, topic) "
+                        f"(kafka_consumergroup_min_retention_margin_seconds{{{CGT}}})",
+                        "{{consumergroup}} {{topic}}",
+                    ),
+                ),
+                unit="s",
+                width=12,
+                description="Seconds until Kafka may delete the group's oldest unread message "
+                "(a lower bound). A group is at risk when catching up takes longer.",
+            ),
+            Panel(
                 "Lag per partition (messages)",
                 (
                     q(
@@ -1070,6 +1116,37 @@ def ingest_board() -> Board:
                 width=12,
             ),
             Panel(
+                "Retention margin",
+                (
+                    q(
+                        f"min(kafka_consumergroup_min_retention_margin_seconds{{{INGEST_GROUP}}})",
+                        "retention margin",
+                    ),
+                ),
+                unit="s",
+                width=6,
+                description=(
+                    "Seconds until Kafka may delete the oldest measure vigia-ingest has not read "
+                    "(a lower bound; docs/lag.md#retention). IngestRetentionAtRisk pages when "
+                    "catching up takes longer (Consumers board, time to catch up), or when it is "
+                    "under 6 h and the backlog does not drain."
+                ),
+            ),
+            Panel(
+                "Backlog drain rate",
+                (
+                    q(
+                        "sum(kafka_consumergroup_backlog_drain_messages_per_second"
+                        f"{{{INGEST_GROUP}}})",
+                        "drained per second",
+                    ),
+                ),
+                unit="ops",
+                width=6,
+                description="Consumed minus produced over the exporter's catch-up window (5 "
+                "minutes): negative while the backlog grows.",
+            ),
+            Panel(
                 "Freshness: newest stored measure age",
                 (q(f"query:vigia_ingest_newest_measure_age_seconds:max{{{CQ}}}", "{{query}}"),),
                 unit="s",
@@ -1163,6 +1240,24 @@ def capacity_board() -> Board:
                 ),
                 unit="bytes",
                 width=8,
+            ),
+            Panel(
+                "Outage budget per topic",
+                (
+                    q(
+                        f"min by (topic) (kafka_topic_outage_budget_seconds{{{C}}})",
+                        "{{topic}}",
+                        instant=True,
+                    ),
+                ),
+                kind="bargauge",
+                unit="s",
+                width=8,
+                description=(
+                    "How long a consumer that stopped now could stay stopped before the topic's "
+                    "retention deletes a message it has not read, at today's production "
+                    "(docs/lag.md#retention)."
+                ),
             ),
             Panel(
                 "Volume used",
