@@ -499,6 +499,7 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
         trigger_interval=None if config.available_now else config.trigger_interval,
         expected_per_day=expected_measures_per_day(config.expected_meters),
         kafka_retries=spool.counts,
+        skipped_offsets=spool.skipped,
     )
     try:
         server = serve_metrics(config, metrics)

@@ -156,17 +156,20 @@ class IngestMetrics(Collector):
         trigger_interval: float | None = None,
         expected_per_day: int | None = None,
         kafka_retries: Callable[[], Mapping[tuple[str, str], int]] = dict,
+        skipped_offsets: Callable[[], Mapping[tuple[str, int], int]] = dict,
     ) -> None:
         """``trigger_interval``: the configured seconds between batches (None for available-now
         runs), exposed so boards can tell a slow batch from a long trigger. ``expected_per_day``:
         measures a complete day holds (`expected_measures_per_day`); None serves no ratio.
         ``kafka_retries``: the Kafka calls' retries so far by (call, error), read on each scrape
-        (`ingest.kafka_source.retry_spool`)."""
+        (`ingest.kafka_source.retry_spool`); ``skipped_offsets``: the offsets reads went on past
+        because retention had deleted them, by (topic, partition), read the same way."""
         self.query = query
         self._clock = clock
         self._trigger_interval = trigger_interval
         self._expected_per_day = expected_per_day
         self._kafka_retries = kafka_retries
+        self._skipped_offsets = skipped_offsets
         self._lock = threading.Condition()
         self._active = False
         self._batches = 0
@@ -303,6 +306,15 @@ class IngestMetrics(Collector):
         for (call, error), count in sorted(self._kafka_retries().items()):
             retries.add_metric([self.query, call, error], count)
         yield retries
+        skipped = CounterMetricFamily(
+            "vigia_ingest_skipped_offsets_total",
+            "Offsets the job went on past because retention had deleted them before it read "
+            "them (--no-fail-on-data-loss; the vigia-kafka source only), by partition.",
+            labels=["query", "topic", "partition"],
+        )
+        for (topic, partition), count in sorted(self._skipped_offsets().items()):
+            skipped.add_metric([self.query, topic, str(partition)], count)
+        yield skipped
         yield gauge(
             "vigia_ingest_batch_input_rows",
             "Rows in the last micro-batch.",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from ingest.kafka_source.adapter import KafkaSourceError, partition_watermarks
-from ingest.kafka_source.offsets import OffsetRange, clamp_to_available
+from ingest.kafka_source.offsets import OffsetRange, PartitionLoss, clamp_to_available
 from ingest.kafka_source.retry import RetryObserver, error_name, is_retriable
 from ingest.schema import KAFKA_SOURCE_SCHEMA
 
@@ -72,9 +72,11 @@ def read_range(
     timeout_s: float,
     kafka_timeout_s: float | None = None,
     observer: RetryObserver | None = None,
+    on_skip: Callable[[PartitionLoss], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Every message of ``wanted`` that still exists, in offset order. ``kafka_timeout_s`` bounds
-    the watermark query (default ``timeout_s``); ``observer`` hears of every retry."""
+    the watermark query (default ``timeout_s``); ``observer`` hears of every retry, ``on_skip`` of
+    every range skipped because it is gone (only without ``fail_on_data_loss``)."""
     with _borrowed_consumer(config) as consumer:
         low, high = partition_watermarks(
             consumer,
@@ -91,6 +93,8 @@ def read_range(
                     "failOnDataLoss=false (vigia-ingest: --no-fail-on-data-loss) skips them"
                 )
             log.warning("skipping lost offsets: %s", loss.describe())
+            if on_skip is not None:
+                on_skip(loss)
         if todo.size == 0:
             return
         yield from _consume(consumer, todo, timeout_s, observer)

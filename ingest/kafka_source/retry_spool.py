@@ -1,4 +1,5 @@
-"""Retry counts from every process of the job to the driver's /metrics, through a local directory.
+"""Retry counts and skipped offsets from every process of the job to the driver's /metrics,
+through a local directory.
 
 The source's Kafka calls run outside the driver's Python process: the planner in a Python worker
 Spark starts per query, the reads in task workers; a Python data source has no metrics channel of
@@ -24,8 +25,12 @@ log = logging.getLogger(__name__)
 
 RetryCounts = dict[tuple[str, str], int]
 """(call, error) → retries."""
+SkippedOffsets = dict[tuple[str, int], int]
+"""(topic, partition) → offsets a read skipped because retention had deleted them."""
 
 _SEPARATOR = "|"
+# Skipped offsets share the files, under this in place of a call name (topic names have no "|").
+_SKIPPED = "skipped_offsets"
 
 
 class SpoolObserver:
@@ -38,8 +43,15 @@ class SpoolObserver:
         self._lock = threading.Lock()
 
     def __call__(self, call: str, error: str) -> None:
+        self._add(f"{call}{_SEPARATOR}{error}", 1)
+
+    def skipped(self, topic: str, partition: int, offsets: int) -> None:
+        """A read went on past `offsets` offsets that were no longer there (failOnDataLoss off)."""
+        self._add(f"{_SKIPPED}{_SEPARATOR}{topic}{_SEPARATOR}{partition}", offsets)
+
+    def _add(self, key: str, count: int) -> None:
         with self._lock:
-            self._counts[f"{call}{_SEPARATOR}{error}"] += 1
+            self._counts[key] += count
             try:
                 self._directory.mkdir(parents=True, exist_ok=True)
                 temporary = self._path.with_suffix(".tmp")
@@ -62,22 +74,41 @@ def spool_observer(directory: str) -> SpoolObserver:
         return found
 
 
-def read_spool(directory: str) -> RetryCounts:
-    """The retries counted so far by every process, summed."""
-    total: Counter[tuple[str, str]] = Counter()
+def _summed(directory: str) -> Counter[str]:
+    total: Counter[str] = Counter()
     try:
         files = list(Path(directory).glob("*.json"))
     except OSError:
-        return {}
+        return total
     for path in files:
         try:
             counts = json.loads(path.read_text())
         except (OSError, ValueError):
             continue  # replaced or removed while we looked; the next scrape sees it
         for key, value in counts.items():
-            call, _, error = key.partition(_SEPARATOR)
-            total[(call, error)] += int(value)
-    return dict(total)
+            total[key] += int(value)
+    return total
+
+
+def read_spool(directory: str) -> RetryCounts:
+    """The retries counted so far by every process, summed."""
+    total: RetryCounts = {}
+    for key, value in _summed(directory).items():
+        call, _, error = key.partition(_SEPARATOR)
+        if call != _SKIPPED:
+            total[(call, error)] = value
+    return total
+
+
+def read_skipped(directory: str) -> SkippedOffsets:
+    """The offsets skipped so far by every process, summed per partition."""
+    total: SkippedOffsets = {}
+    for key, value in _summed(directory).items():
+        kind, _, where = key.partition(_SEPARATOR)
+        if kind == _SKIPPED:
+            topic, _, partition = where.rpartition(_SEPARATOR)
+            total[(topic, int(partition))] = value
+    return total
 
 
 class RetrySpool:
@@ -91,6 +122,9 @@ class RetrySpool:
 
     def counts(self) -> RetryCounts:
         return read_spool(self.directory)
+
+    def skipped(self) -> SkippedOffsets:
+        return read_skipped(self.directory)
 
     def close(self) -> None:
         with _OBSERVERS_LOCK:

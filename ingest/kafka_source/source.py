@@ -40,6 +40,7 @@ from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
 from ingest.kafka_source.offsets import (
     OffsetRange,
     Offsets,
+    PartitionLoss,
     from_json,
     next_end,
     plan_ranges,
@@ -92,6 +93,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         spool = self.options.retry_spool_dir
         return spool_observer(spool) if spool else None
 
+    def _skipped(self, loss: PartitionLoss) -> None:
+        """Counts a range a read went on past, retention having deleted it, for the job's
+        vigia_ingest_skipped_offsets_total. The planner's losses are not counted: a re-created
+        topic or a deleted partition is read again from its start, nothing unread is passed."""
+        if spool := self.options.retry_spool_dir:
+            spool_observer(spool).skipped(loss.topic, loss.partition, loss.lost_to - loss.lost_from)
+
     def _watermarks(self) -> tuple[Offsets, Offsets]:
         return self.admin.topic_watermarks(self.options.topics)
 
@@ -140,6 +148,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             timeout_s=self.options.read_timeout_s,
             kafka_timeout_s=self.options.kafka_timeout_s,
             observer=self._observer(),
+            on_skip=self._skipped,
         )
 
     def commit(self, end: dict[str, Any]) -> None:

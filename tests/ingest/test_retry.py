@@ -424,3 +424,19 @@ def test_retry_counts_from_several_processes_reach_the_metric(spool: RetrySpool)
         ("list_offsets", "NOT_LEADER_FOR_PARTITION"): 5.0,
         ("fetch", "_TRANSPORT"): 1.0,
     }
+
+
+def test_skipped_offsets_from_several_processes_reach_the_metric(spool: RetrySpool) -> None:
+    spool.observer().skipped("measure", 3, 500)
+    spool.observer().skipped("measure", 3, 20)
+    spool.observer()("fetch", "_TRANSPORT")
+    (Path(spool.directory) / "4242-other.json").write_text('{"skipped_offsets|measure|0": 7}')
+    assert spool.skipped() == {("measure", 3): 520, ("measure", 0): 7}
+    assert spool.counts() == {("fetch", "_TRANSPORT"): 1}  # skips are no retries
+
+    metrics = IngestMetrics("q", skipped_offsets=spool.skipped)
+    family = next(m for m in metrics.collect() if m.name == "vigia_ingest_skipped_offsets")
+    assert {(s.labels["topic"], s.labels["partition"]): s.value for s in family.samples} == {
+        ("measure", "0"): 7.0,
+        ("measure", "3"): 520.0,
+    }

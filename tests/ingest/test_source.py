@@ -15,7 +15,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from ingest.kafka_source import reader
 from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, consumer_config
-from ingest.kafka_source.offsets import OffsetRange, from_json
+from ingest.kafka_source.offsets import OffsetRange, PartitionLoss, from_json
 from ingest.kafka_source.options import SourceOptionError, SourceOptions
 from ingest.kafka_source.reader import ARROW_SCHEMA, read_range
 from ingest.kafka_source.source import KafkaInputPartition, KafkaStreamReader
@@ -154,10 +154,19 @@ def test_read_range_when_retention_deleted_the_start(mock_cluster: MockCluster) 
     with pytest.raises(KafkaSourceError, match=r"data loss: measure-0: offsets \[100, \d+\)"):
         list(read_range(reader_config(mock_cluster), wanted, fail_on_data_loss=True, timeout_s=10))
 
+    skipped: list[PartitionLoss] = []
     table = rows(
-        read_range(reader_config(mock_cluster), wanted, fail_on_data_loss=False, timeout_s=10)
+        read_range(
+            reader_config(mock_cluster),
+            wanted,
+            fail_on_data_loss=False,
+            timeout_s=10,
+            on_skip=skipped.append,
+        )
     )
     assert table.column("offset").to_pylist() == list(range(earliest, earliest + 10))
+    # What the job counts in vigia_ingest_skipped_offsets_total: exactly the deleted offsets.
+    assert [(s.partition, s.lost_from, s.lost_to) for s in skipped] == [(0, 100, earliest)]
 
 
 def stream_reader(cluster: MockCluster, **options: str) -> KafkaStreamReader:
