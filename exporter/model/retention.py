@@ -124,8 +124,15 @@ def _size_margin(limit: int, log: PartitionLog, size: int, committed: int) -> Ma
 
 def outage_budget(retention: Retention, logs: Iterable[PartitionLog]) -> Margin | None:
     """How long a consumer that stopped now could stay stopped before losing a record: the time
-    limit, or the first partition to push its unread records past the size limit."""
-    margins = [m for log in logs if (m := partition_margin(retention, log, log.latest, 0.0, None))]
+    limit, or the first of `logs` (every partition of the topic; only read for a size limit) to
+    fill the size limit; None while a partition's size or growth is unknown."""
+    margins = [] if retention.ms is None else [Margin(retention.ms / 1000, TIME, "caught_up")]
+    if retention.bytes is not None:
+        for log in logs:
+            if log.size_bytes is None or log.produced_per_second is None:
+                return None
+            if size := _size_margin(retention.bytes, log, log.size_bytes, log.latest):
+                margins.append(size)
     return min(margins, key=lambda m: m.seconds, default=None)
 
 

@@ -55,47 +55,54 @@ def retention_view(
     tracker: RetentionTracker,
     snapshot: ClusterSnapshot,
     committed: Iterable[Committed],
-    ages: Mapping[GTP, tuple[float, str]],
+    lag_seconds: Mapping[GTP, float],
+    lag_methods: Mapping[GTP, str],
     leader_sizes: Mapping[TP, int],
     *,
     complete: bool,
 ) -> RetentionView:
-    """`ages`: the lag seconds and their method per group-partition; `leader_sizes`: bytes of each
-    partition's leader replica; `complete`: every phase the trackers read succeeded (a partial
+    """`lag_seconds` and `lag_methods`: the state's, per group-partition; `leader_sizes`: bytes of
+    each partition's leader replica; `complete`: every phase the trackers read succeeded (a partial
     collection keeps their memory of what it did not see)."""
     at = snapshot.collected_at
-    latest = {
-        (t.name, p.partition): p.latest_offset
-        for t in snapshot.topics
-        for p in t.partitions
-        if p.latest_offset is not None
-    }
+    retention = {t.name: topic_retention(t.configs) for t in snapshot.topics}
     earliest = {
         (t.name, p.partition): p.earliest_offset
         for t in snapshot.topics
         for p in t.partitions
         if p.earliest_offset is not None
     }
-    rates = tracker.produced_per_second(at, latest, prune=complete)
-    logs = {
-        key: PartitionLog(earliest[key], end, leader_sizes.get(key), rates.get(key))
-        for key, end in latest.items()
-        if key in earliest
+    # Only a size limit needs a partition's growth and size: the window is kept for those alone.
+    sized = {
+        (t.name, p.partition): p.latest_offset
+        for t in snapshot.topics
+        if _size_limited(retention[t.name])
+        for p in t.partitions
+        if p.latest_offset is not None
     }
-    retention = {t.name: topic_retention(t.configs) for t in snapshot.topics}
+    rates = tracker.produced_per_second(at, sized, prune=complete)
+    logs: dict[TP, PartitionLog] = {}
+    for t in snapshot.topics:
+        if isinstance(retention[t.name], Retention):
+            for p in t.partitions:
+                tp = (t.name, p.partition)
+                if p.latest_offset is not None and tp in earliest:
+                    size = leader_sizes.get(tp)
+                    logs[tp] = PartitionLog(earliest[tp], p.latest_offset, size, rates.get(tp))
     items = list(committed)
 
     partition_margins: dict[GTP, Margin] = {}
     unknown: set[GT] = set()
     for item in items:
-        key = (item.group, item.topic, item.partition)
-        limits, log = retention.get(item.topic), logs.get(key[1:])
-        if not isinstance(limits, Retention):
+        topic_limits = retention.get(item.topic)
+        if not isinstance(topic_limits, Retention):
             continue
-        age = ages.get(key)
+        log = logs.get((item.topic, item.partition))
+        key = (item.group, item.topic, item.partition)
         margin = None
         if log is not None:
-            margin = partition_margin(limits, log, item.committed, *(age or (None, None)))
+            age, method = lag_seconds.get(key), lag_methods.get(key)
+            margin = partition_margin(topic_limits, log, item.committed, age, method)
         if margin is None:
             unknown.add(key[:2])
         else:
@@ -126,10 +133,12 @@ def retention_view(
     budgets: dict[str, Margin] = {}
     for topic in snapshot.topics:
         limits = retention[topic.name]
-        topic_logs = [log for p in topic.partitions if (log := logs.get((topic.name, p.partition)))]
-        if not isinstance(limits, Retention) or len(topic_logs) < len(topic.partitions):
+        if not isinstance(limits, Retention):
             continue
-        if budget := outage_budget(limits, topic_logs):
+        topic_logs = [log for p in topic.partitions if (log := logs.get((topic.name, p.partition)))]
+        if limits.bytes is not None and len(topic_logs) < len(topic.partitions):
+            continue  # a partition's offsets are unknown: which fills first is too
+        if budget := outage_budget(limits, topic_logs if limits.bytes is not None else ()):
             budgets[topic.name] = budget
     return RetentionView(
         retention=retention,
@@ -140,3 +149,7 @@ def retention_view(
         losses=losses,
         outage_budgets=budgets,
     )
+
+
+def _size_limited(limits: Retention | NoRetention) -> bool:
+    return isinstance(limits, Retention) and limits.bytes is not None

@@ -262,7 +262,8 @@ def derive(
         history.retention,
         snapshot,
         (Committed(i.group, i.topic, i.partition, i.committed, i.lag) for i in group_lags),
-        {key: (value, methods[key]) for key, value in lag_seconds.items()},
+        lag_seconds,
+        methods,
         _leader_sizes(snapshot.topics, replica_sizes),
         complete=complete,
     )
