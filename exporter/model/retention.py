@@ -100,7 +100,9 @@ def partition_margin(
         if committed >= log.latest:
             # Nothing unread: what is produced next is the oldest, the whole retention ahead.
             candidates.append(Margin(retention.ms / 1000, TIME, "caught_up"))
-        elif age_seconds is not None and age_method is not None:
+        elif age_seconds is None or age_method is None:
+            return None  # the time limit may come first: the size limit alone would overstate
+        else:
             candidates.append(Margin(max(0.0, retention.ms / 1000 - age_seconds), TIME, age_method))
     if retention.bytes is not None:
         if log.size_bytes is None or log.produced_per_second is None:

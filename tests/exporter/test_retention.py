@@ -90,6 +90,8 @@ def test_the_size_margin_is_the_room_left_at_the_current_growth() -> None:
     # limit's alone, which could be days when the size limit binds in minutes.
     first_sight = replace(LOG, produced_per_second=None)
     assert partition_margin(Retention(DAY_MS, 1_000_000), first_sight, 5_000, HOUR, "x") is None
+    # Nor the size limit's alone while the oldest unread record's age is unknown.
+    assert partition_margin(Retention(DAY_MS, 1_000_000), LOG, 5_000, None, None) is None
 
 
 def test_the_outage_budget_is_the_first_partition_to_lose_a_record_if_consumers_stopped_now() -> (
