@@ -22,6 +22,7 @@ from typing import Final, Literal, TypeVar
 
 TIME: Final = "time"
 SIZE: Final = "size"
+DELETED: Final = "deleted"  # the method of a margin whose record is gone already
 Limit = Literal["time", "size"]
 # Why a topic has no margin: Kafka never deletes its records by age or size (compacted, or both
 # limits infinite), or its configs were not read.
@@ -94,7 +95,7 @@ def partition_margin(
     """The smaller of the time and size margins of one partition, 0 once the committed offset is
     below the log start (deleted already); None when neither limit can be computed."""
     if committed < log.earliest:
-        return Margin(0.0, TIME if retention.ms is not None else SIZE, "deleted")
+        return Margin(0.0, TIME if retention.ms is not None else SIZE, DELETED)
     candidates: list[Margin] = []
     if retention.ms is not None:
         if committed >= log.latest:
@@ -110,6 +111,12 @@ def partition_margin(
         if size := _size_margin(retention.bytes, log, log.size_bytes, committed):
             candidates.append(size)
     return min(candidates, key=lambda m: m.seconds, default=None)
+
+
+def first_to_go(margin: Margin) -> tuple[float, bool]:
+    """Orders margins: the smallest first and, at 0, a record already deleted before one that
+    may be deleted at any moment."""
+    return margin.seconds, margin.method != DELETED
 
 
 def _size_margin(limit: int, log: PartitionLog, size: int, committed: int) -> Margin | None:

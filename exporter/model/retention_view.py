@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from exporter.model.retention import (
     GT,
@@ -19,6 +20,7 @@ from exporter.model.retention import (
     Retention,
     RetentionTracker,
     at_risk,
+    first_to_go,
     outage_budget,
     partition_margin,
     topic_retention,
@@ -26,15 +28,19 @@ from exporter.model.retention import (
 from exporter.model.snapshot import ClusterSnapshot
 
 
-@dataclass(frozen=True, slots=True)
-class Committed:
-    """A group-partition with a commit, as the state computed it."""
+class Committed(Protocol):
+    """A group-partition with a commit, as the state computed it (its `PartitionLag`)."""
 
-    group: str
-    topic: str
-    partition: int
-    committed: int
-    lag: int | None  # None when the partition's latest offset is unknown
+    @property
+    def group(self) -> str: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def committed(self) -> int: ...
+    @property
+    def lag(self) -> int | None: ...  # None when the partition's latest offset is unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,16 +116,21 @@ def retention_view(
     margins: dict[GT, Margin] = {}
     for (group, name, _), margin in partition_margins.items():
         held = margins.get((group, name))
-        if (group, name) not in unknown and (held is None or margin.seconds < held.seconds):
+        if (group, name) not in unknown and (
+            held is None or first_to_go(margin) < first_to_go(held)
+        ):
             margins[(group, name)] = margin
 
-    progress: dict[GT, Progress] = {}
+    backlogs: dict[GT, int] = {}
+    offset_sums: dict[GT, int] = {}
     for item in items:
-        if item.lag is None:
-            continue
-        pair = (item.group, item.topic)
-        before = progress.get(pair, Progress(at, 0, 0))
-        progress[pair] = Progress(at, before.backlog + item.lag, before.committed + item.committed)
+        if item.lag is not None:
+            pair = (item.group, item.topic)
+            backlogs[pair] = backlogs.get(pair, 0) + item.lag
+            offset_sums[pair] = offset_sums.get(pair, 0) + item.committed
+    progress = {
+        pair: Progress(at, backlog, offset_sums[pair]) for pair, backlog in backlogs.items()
+    }
     estimates = tracker.catch_up(progress, prune=complete)
     risk = {
         key: at_risk(margins[key], estimate, tracker.floor_seconds)

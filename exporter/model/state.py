@@ -44,7 +44,7 @@ from exporter.model.retention import (
     DEFAULT_WINDOW_SECONDS,
     RetentionTracker,
 )
-from exporter.model.retention_view import Committed, RetentionView, retention_view
+from exporter.model.retention_view import RetentionView, retention_view
 from exporter.model.snapshot import (
     COLLECTION_PHASE,
     PHASES,
@@ -261,7 +261,7 @@ def derive(
     retention = retention_view(
         history.retention,
         snapshot,
-        (Committed(i.group, i.topic, i.partition, i.committed, i.lag) for i in group_lags),
+        group_lags,
         lag_seconds,
         methods,
         _leader_sizes(snapshot.topics, replica_sizes),

@@ -18,6 +18,7 @@ from exporter.model.retention import (
     RetentionTracker,
     at_risk,
     catch_up,
+    first_to_go,
     outage_budget,
     partition_margin,
     topic_retention,
@@ -92,6 +93,13 @@ def test_the_size_margin_is_the_room_left_at_the_current_growth() -> None:
     assert partition_margin(Retention(DAY_MS, 1_000_000), first_sight, 5_000, HOUR, "x") is None
     # Nor the size limit's alone while the oldest unread record's age is unknown.
     assert partition_margin(Retention(DAY_MS, 1_000_000), LOG, 5_000, None, None) is None
+
+
+def test_a_deleted_record_comes_first_among_margins_at_0() -> None:
+    due = Margin(0.0, "size", "rate")  # may be deleted at the next retention check
+    gone = Margin(0.0, "time", "deleted")
+    assert min([due, gone], key=first_to_go) is gone
+    assert min([Margin(5.0, "time", "record"), due], key=first_to_go) is due
 
 
 def test_the_outage_budget_is_the_first_partition_to_lose_a_record_if_consumers_stopped_now() -> (
