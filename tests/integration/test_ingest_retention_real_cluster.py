@@ -3,9 +3,10 @@ while it was stopped; restarted with --no-fail-on-data-loss it stores every meas
 exactly once, and counts exactly the offsets it skipped (the log start offsets read from Kafka),
 and the completeness check names the day whose measures were lost.
 
-Three simulated days go to a topic of its own: day A is ingested; the job stops; day B and, 6 s
-later, day C are written (each a segment of its own: `segment.ms` is 5 s); `retention.ms` is then
-lowered so that Kafka deletes A's and B's segments (C's is the active one, never deleted).
+Three simulated days go to a topic of its own: day A is ingested; the job stops; day B and, 30 s
+later, day C are written (each in segments of its own: `segment.ms` is 5 s); `retention.ms` is
+then set between B's age and C's, so that Kafka deletes A's and B's segments only, and set back
+to a week once it has.
 """
 
 from __future__ import annotations
@@ -99,22 +100,28 @@ def test_a_job_told_to_go_on_stores_what_is_left_once_and_counts_what_retention_
         assert kafka.committed(after_a) == after_a  # the job read day A, and stopped
 
         b = backfill(real_kafka_bootstrap, tmp_path / "b.json", day=day_b, meters=10, topic=topic)
-        time.sleep(6)  # past segment.ms: day C rolls day B's segments
+        b_written = time.time()
+        _, after_b = kafka.topic_watermarks([topic])
+        time.sleep(30)  # past segment.ms, and far enough apart for a retention between B and C
         c = backfill(
             real_kafka_bootstrap, tmp_path / "c.json", day=day_c, meters=5, seed=7, topic=topic
         )
-        _retention_ms(real_kafka_bootstrap, topic, 4_000)
+        # B's records are 30 s older than C's: a retention 10 s shorter than B's age deletes B
+        # (and A) at the next check; C is then at least 15 s from its own (Kafka would delete
+        # even the active segment once all of it is past the retention).
+        _retention_ms(real_kafka_bootstrap, topic, int((time.time() - b_written - 10) * 1000))
+        seen: list[object] = []
 
-        def deleted_up_to_day_c() -> dict[tuple[str, int], int] | None:
+        def deleted_up_to_day_c() -> bool:
             start, latest = kafka.topic_watermarks([topic])
-            gone = sum(latest[tp] - start[tp] for tp in latest) == c.produced
-            return start if gone else None
+            seen[:] = [start, latest]
+            return all(start[tp] >= after_b[tp] for tp in after_b)
 
-        # The log start offsets once A and B are gone: where day B ended on each partition.
-        after_b = wait_for(deleted_up_to_day_c, 90, "retention to delete days A and B")
-        assert isinstance(after_b, dict)
+        wait_for(deleted_up_to_day_c, 60, "retention to delete days A and B")
         # Back to a week, so nothing else goes while the job reads day C.
         _retention_ms(real_kafka_bootstrap, topic, 7 * 86_400_000)
+        # Where each partition starts now is where day B ended: all of C is still there.
+        assert seen[0] == after_b, (after_a, after_b, seen)
         assert sum(after_b[tp] - after_a[tp] for tp in after_a) == b.produced
 
         run(replace(config, fail_on_data_loss=False))

@@ -1,5 +1,5 @@
 """Issue 22 §6 on the real stack: a group stopped with a backlog on a topic that keeps its records
-for a minute (the harness's brokers check retention every 5 s), or 1 MiB a partition. The
+for half a minute (the harness's brokers check retention every 5 s), or 1 MiB a partition. The
 exporter's retention margin counts down, the group is at risk before Kafka deletes anything, and
 once the log start passes the committed offsets, the records counted lost are the offsets actually
 deleted: log start offsets read before and after the collection that is checked.
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 2
 PER_SECOND = 20
-RETENTION_MS = 60_000
+RETENTION_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,12 @@ class Kind:
     payload: int  # bytes of padding per message
 
 
-# A minute of records; segments roll every 5 s under the producer's writes, so deletions come in
-# small steps.
+# Half a minute of records; segments roll every 5 s under the producer's writes, so deletions come
+# in small steps.
 TIME = Kind("time", {"retention.ms": str(RETENTION_MS), "segment.ms": "5000"}, 0)
-# 1 MiB per partition (Kafka 4's smallest segment): at 20 messages of 4 kB a second, 10 per
-# partition, a partition fills its retention in ≈ 26 s and deletes its first segment ≈ 26 s later.
-SIZE = Kind("size", {"retention.bytes": str(1 << 20), "segment.bytes": str(1 << 20)}, 4_000)
+# 1 MiB per partition (Kafka 4's smallest segment): at 20 messages of 8 kB a second, 10 per
+# partition, a partition fills its retention in ≈ 13 s and deletes its first segment ≈ 13 s later.
+SIZE = Kind("size", {"retention.bytes": str(1 << 20), "segment.bytes": str(1 << 20)}, 8_000)
 
 
 @dataclass
