@@ -1,0 +1,46 @@
+"""Committed offsets through kafka-python after a group's coordinator moved (the Kafka adapter)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kafka import errors as kafka_errors
+from kafka.cluster import ClusterMetadata
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from exporter.kafka.adapter import _LegacyGroupOffsets
+
+
+class MovedCoordinator:
+    """kafka-python's admin as it behaves once a group's coordinator moved: the cached broker
+    answers NOT_COORDINATOR until the cache entry is gone, after which FindCoordinator finds the
+    new one."""
+
+    def __init__(self) -> None:
+        self.cluster = ClusterMetadata()
+        self.cluster._coordinators[("GROUP", "moved")] = 1  # the broker it was on
+        self.cluster._coordinators[("GROUP", "stayed")] = 2
+        self._manager = SimpleNamespace(cluster=self.cluster)
+
+    def list_group_offsets(self, group_ids: list[str]) -> dict[str, Any]:
+        if "moved" in group_ids and ("GROUP", "moved") in self.cluster._coordinators:
+            raise kafka_errors.NotCoordinatorError("OffsetFetchResponse failed for group 'moved'")
+        return {g: {TopicPartition("t", 0): OffsetAndMetadata(7, "", -1)} for g in group_ids}
+
+
+def test_a_moved_coordinator_is_looked_up_again_at_the_next_collection() -> None:
+    client = MovedCoordinator()
+    with ThreadPoolExecutor(4) as pool:
+        reader = _LegacyGroupOffsets(client, pool)
+        first = reader.offsets(["moved", "stayed"])
+        with pytest.raises(kafka_errors.NotCoordinatorError):
+            first["moved"].result(timeout=5)
+        assert first["stayed"].result(timeout=5).topic_partitions[0].offset == 7
+        # Only the moved group's coordinator is forgotten.
+        assert ("GROUP", "moved") not in client.cluster._coordinators
+        assert client.cluster._coordinators[("GROUP", "stayed")] == 2
+        second = reader.offsets(["moved", "stayed"])
+        assert second["moved"].result(timeout=5).topic_partitions[0].offset == 7
