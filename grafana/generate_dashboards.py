@@ -528,24 +528,6 @@ def kafka_cluster_board() -> Board:
                 width=12,
             ),
             Panel(
-                "Outage budget per topic",
-                (
-                    q(
-                        f"min by (topic) (kafka_topic_outage_budget_seconds{{{C}}})",
-                        "{{topic}}",
-                        instant=True,
-                    ),
-                ),
-                kind="bargauge",
-                unit="s",
-                width=8,
-                description=(
-                    "How long a consumer that stopped now could stay stopped before the topic's "
-                    "retention deletes a message it has not read, at today's production "
-                    "(docs/lag.md#retention)."
-                ),
-            ),
-            Panel(
                 "Volume used",
                 (
                     q(
