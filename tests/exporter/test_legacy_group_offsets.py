@@ -16,10 +16,11 @@ from exporter.kafka.adapter import _LegacyGroupOffsets
 
 class MovedCoordinator:
     """kafka-python's admin as it behaves once a group's coordinator moved: the cached broker
-    answers NOT_COORDINATOR until the cache entry is gone, after which FindCoordinator finds the
-    new one."""
+    answers NOT_COORDINATOR (or cannot be reached) until the cache entry is gone, after which
+    FindCoordinator finds the new one."""
 
-    def __init__(self) -> None:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
         self.cluster = ClusterMetadata()
         self.cluster._coordinators[("GROUP", "moved")] = 1  # the broker it was on
         self.cluster._coordinators[("GROUP", "stayed")] = 2
@@ -27,16 +28,27 @@ class MovedCoordinator:
 
     def list_group_offsets(self, group_ids: list[str]) -> dict[str, Any]:
         if "moved" in group_ids and ("GROUP", "moved") in self.cluster._coordinators:
-            raise kafka_errors.NotCoordinatorError("OffsetFetchResponse failed for group 'moved'")
+            raise self.error
         return {g: {TopicPartition("t", 0): OffsetAndMetadata(7, "", -1)} for g in group_ids}
 
 
-def test_a_moved_coordinator_is_looked_up_again_at_the_next_collection() -> None:
-    client = MovedCoordinator()
+@pytest.mark.parametrize(
+    "error",
+    [
+        kafka_errors.NotCoordinatorError("OffsetFetchResponse failed for group 'moved'"),
+        kafka_errors.CoordinatorNotAvailableError("OffsetFetchResponse failed for group 'moved'"),
+        kafka_errors.NodeNotReadyError(1),  # the coordinator's broker is stopped
+        kafka_errors.KafkaConnectionError("Connection refused"),
+        kafka_errors.UnknownBrokerIdError(1),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_a_moved_coordinator_is_looked_up_again_at_the_next_collection(error: Exception) -> None:
+    client = MovedCoordinator(error)
     with ThreadPoolExecutor(4) as pool:
         reader = _LegacyGroupOffsets(client, pool)
         first = reader.offsets(["moved", "stayed"])
-        with pytest.raises(kafka_errors.NotCoordinatorError):
+        with pytest.raises(type(error)):
             first["moved"].result(timeout=5)
         assert first["stayed"].result(timeout=5).topic_partitions[0].offset == 7
         # Only the moved group's coordinator is forgotten.

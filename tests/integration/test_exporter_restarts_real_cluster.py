@@ -203,15 +203,7 @@ def test_up_stays_1_through_a_rolling_restart_and_the_probe_covers_every_broker_
     )
     log = exporter.log_text()
     assert "handed back to their preferred leaders" in log, log
-    try:
-        watch.assert_up_throughout(exporter)
-    except AssertionError as gap:
-        # Known and open (issue 20): on the harness's loaded cluster a collection while the third
-        # broker returns can overrun --collection-timeout as a whole (up 0 for a few seconds).
-        # Everything above is enforced; this gap is reported, with its scrapes, as XFAIL.
-        if "collection timed out" not in log:
-            raise
-        pytest.xfail(f"issue 20: a collection overran its timeout during the restarts: {gap}")
+    watch.assert_up_throughout(exporter)
 
 
 def _probe_ok(exporter: Running, broker: int) -> int:
