@@ -11,7 +11,9 @@ meanwhile an error for that partition instead of a jump. `read_uncommitted` read
 watermark, the offset lag's end, without waiting for open transactions.
 
 Runs after the other phases of a collection, inside its timeout, and never fails it: what is not
-read in time falls back to the offset history (docs/lag.md). Its outcome is logged when it changes.
+read in time falls back to the offset history (docs/lag.md). Offsets nothing else answers (all of
+them after a start) may use what is left of the collection's timeout, the others
+`--lag-record-timeout`. Its outcome is logged when it changes.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ PHASE = "record_times"  # its key in the snapshot's durations
 GROUP_ID = "vigia-exporter-record-times"
 # Below this much time left in the collection, reading is skipped rather than started.
 MIN_SECONDS = 0.1
+# Left to the collection when first reads use the rest of its timeout: unassigning and handing
+# the snapshot back happen after the read's deadline.
+RESERVE_SECONDS = 0.5
 _POLL_SECONDS = 0.2
 
 
@@ -85,7 +90,9 @@ class RecordTimeReader:
         self._consumer: Any = None
         self._lock = threading.Lock()
         self._last_problem: str | None = None
-        self._missed: frozenset[TPO] = frozenset()  # asked for and not answered at the last read
+        # Asked for and not answered at the last read, and at the two last reads (failing).
+        self._missed: frozenset[TPO] = frozenset()
+        self._failing: frozenset[TPO] = frozenset()
 
     def close(self) -> None:
         # Waits for a read in progress, which its own timeout bounds.
@@ -106,34 +113,39 @@ class RecordTimeReader:
     ) -> ClusterSnapshot:
         if self.budget.partitions == 0 or not snapshot.has_metadata:
             return snapshot
-        targets = plan_reads(
+        plan = plan_reads(
             lagging_partitions(snapshot),
             previous.record_times if previous is not None else {},
             previous.lag_seconds if previous is not None else {},
             previous.lag_seconds_methods if previous is not None else {},
             self.budget.partitions,
-            self._missed,
+            self._failing,
         )
+        targets = plan.targets
         if not targets:
             return snapshot
-        timeout = min(self.budget.seconds, seconds_left)
+        if plan.first:
+            timeout = max(min(self.budget.seconds, seconds_left), seconds_left - RESERVE_SECONDS)
+        else:
+            timeout = min(self.budget.seconds, seconds_left)
         if timeout < MIN_SECONDS:
             self._outcome("no time left in the collection timeout to read record timestamps")
             return snapshot
         started = time.monotonic()
         reads, failures = self.read(targets, timeout)
         elapsed = time.monotonic() - started
-        self._missed = frozenset(targets).difference(
-            (r.topic, r.partition, r.offset) for r in reads
-        )
+        missed = frozenset(targets).difference((r.topic, r.partition, r.offset) for r in reads)
+        self._failing = self._missed & missed
+        self._missed = missed
         if not reads and failures:
             self._outcome(f"reading record timestamps failed: {failures[0]}")
         else:
             self._outcome(None)
         log.debug(
-            "record timestamps: %d of %d read in %.3f s, %d failed",
+            "record timestamps: %d of %d read (%d nothing else answered) in %.3f s, %d failed",
             len(reads),
             len(targets),
+            len(plan.first),
             elapsed,
             len(failures),
         )

@@ -5,15 +5,24 @@ are done by exporter/kafka/record_times.py. Method, costs and budget: docs/lag.m
 The age of a group's oldest unconsumed message is `now − timestamp` of the first record at or
 after its committed offset `C`. That needs no history, so it is right on the exporter's first
 collection, where interpolation over the exporter's own history cannot see further back than its
-uptime. Reads are budgeted per collection:
+uptime. Reads are planned per collection:
 - `plan_reads` picks, among the lagging group-partitions, the (topic, partition, C) not read yet
   (a record's timestamp never changes, so a read stays valid while C stays), skipping C below the
-  earliest offset (deleted by retention: nothing to read), and ranks them: first those the history
-  cannot answer (no value or extrapolated at the previous collection), then the oldest by the
-  previous collection's value, then the largest lag in messages; those asked for and not answered
-  at the previous read go last, so that failing reads do not starve the others.
+  earliest offset (deleted by retention: nothing to read). Those nothing else answers (no value or
+  extrapolated at the previous collection: every one of them after a start) are all read, bounded
+  only by the time left in the collection, so that every group-topic has its maximum within the
+  first collections after a start however many partitions lag. The others, which the history
+  answers, are refreshed within the partition budget: the oldest by the previous collection's
+  value first, then the largest lag in messages. Offsets asked for and not answered at the last two
+  reads are failing: they go last, within the budget, so that they neither starve the others nor
+  hold every collection to its timeout.
 - `merge_record_times` keeps the reads that are still wanted.
 - `combine` gives each group-partition its value and the method that produced it.
+
+A partition a live member of the group owns without a committed offset (docs/lag.md) counts as
+lagging from its earliest offset, where a reader with nothing committed starts; it is answered
+by a read only, never by the history, whose estimate that far back is an extrapolation over the
+exporter's own uptime.
 """
 
 from __future__ import annotations
@@ -76,7 +85,8 @@ class Lagging:
 
 
 def lagging_partitions(snapshot: ClusterSnapshot) -> dict[GTP, Lagging]:
-    """Group-partitions whose committed offset is below the latest offset."""
+    """Group-partitions whose committed offset is below the latest offset, and those a live member
+    owns without a commit and with records, from their earliest offset (module docstring)."""
     ends = {
         (t.name, p.partition): (p.earliest_offset, p.latest_offset)
         for t in snapshot.topics
@@ -85,10 +95,20 @@ def lagging_partitions(snapshot: ClusterSnapshot) -> dict[GTP, Lagging]:
     }
     found: dict[GTP, Lagging] = {}
     for g in snapshot.groups:
-        for c in g.committed or ():
+        if g.committed is None:
+            continue  # where the group stands is unknown
+        committed = {(c.topic, c.partition) for c in g.committed}
+        for c in g.committed:
             end = ends.get((c.topic, c.partition))
             if end is not None and c.offset < end[1]:
                 found[(g.group_id, c.topic, c.partition)] = Lagging(c.offset, end[1], end[0])
+        for m in g.members or ():
+            for r in m.assignment:
+                end = ends.get((r.topic, r.partition))
+                if (r.topic, r.partition) in committed or end is None or end[0] is None:
+                    continue
+                if end[0] < end[1]:
+                    found[(g.group_id, r.topic, r.partition)] = Lagging(end[0], end[1], end[0])
     return found
 
 
@@ -97,15 +117,31 @@ def readable(item: Lagging) -> bool:
     return item.earliest is None or item.committed >= item.earliest
 
 
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """The reads of one collection: `first`, which nothing else answers, all of them; `refresh`,
+    most useful first, within the partition budget."""
+
+    first: tuple[TPO, ...]
+    refresh: tuple[TPO, ...]
+
+    @property
+    def targets(self) -> list[TPO]:
+        return [*self.first, *self.refresh]
+
+
 def plan_reads(
     lagging: Mapping[GTP, Lagging],
     known: Mapping[TPO, RecordTime],
     previous_seconds: Mapping[GTP, float],
     previous_methods: Mapping[GTP, str],
     limit: int,
-    missed: Set[TPO] = frozenset(),
-) -> list[TPO]:
-    """At most `limit` (topic, partition, offset) to read, most useful first (module docstring)."""
+    failing: Set[TPO] = frozenset(),
+) -> ReadPlan:
+    """What to read this collection (module docstring); nothing with a `limit` of 0."""
+    if limit == 0:
+        return ReadPlan((), ())
+    first: set[TPO] = set()
     ranks: dict[TPO, tuple[int, float, int]] = {}
     for key, item in lagging.items():
         _, topic, partition = key
@@ -113,12 +149,16 @@ def plan_reads(
         if target in known or not readable(item):
             continue
         method = previous_methods.get(key)
-        answered = method is not None and method != EXTRAPOLATED
+        if target not in failing and (method is None or method == EXTRAPOLATED):
+            first.add(target)
+            continue
         age = previous_seconds.get(key, 0.0)
-        # Smaller sorts first: unanswered, then older, then more messages behind.
-        rank = (2 if target in missed else int(answered), -age, -(item.latest - item.committed))
+        # Smaller sorts first: answered, then older, then more messages behind; failing last.
+        rank = (int(target in failing), -age, -(item.latest - item.committed))
         ranks[target] = min(rank, ranks.get(target, rank))
-    return sorted(ranks, key=lambda t: (ranks[t], t))[:limit]
+    # An offset shared with a group nothing answers is read first anyway.
+    refresh = sorted(ranks.keys() - first, key=lambda t: (ranks[t], t))[:limit]
+    return ReadPlan(tuple(sorted(first)), tuple(refresh))
 
 
 def merge_record_times(

@@ -33,6 +33,7 @@ from exporter.model.record_time import (
     EXTRAPOLATED,
     INTERPOLATED,
     TPO,
+    Lagging,
     Method,
     combine,
     lagging_partitions,
@@ -254,7 +255,7 @@ def derive(
         lagging if complete else None,
     )
     lag_seconds, methods = _lag_seconds(
-        history.offsets, snapshot.collected_at, group_lags, record_times
+        history.offsets, snapshot.collected_at, group_lags, lagging, record_times
     )
     lag_status, group_status = _lag_status(history.lag_status, snapshot, group_lags)
     broker_up = _broker_up(snapshot)
@@ -298,7 +299,7 @@ def derive(
         lag_method_counts=_frozen(
             method_counts({g.group_id for g in snapshot.groups if g.committed}, lagging, methods)
         ),
-        max_lag_seconds=_frozen(_max_lag_seconds(group_lags, lag_seconds)),
+        max_lag_seconds=_frozen(_max_lag_seconds(group_lags, lagging, lag_seconds)),
         lag_status=_frozen(lag_status),
         group_status=_frozen(group_status),
         out_of_sync_seconds=_frozen(out_of_sync),
@@ -557,37 +558,54 @@ def _lag_seconds(
     offsets: OffsetHistory,
     now: float,
     group_lags: Iterable[PartitionLag],
+    lagging: Mapping[GTP, Lagging],
     records: Mapping[TPO, RecordTime],
 ) -> tuple[dict[GTP, float], dict[GTP, Method]]:
     seconds: dict[GTP, float] = {}
     methods: dict[GTP, Method] = {}
+    committed_keys: set[GTP] = set()
     for item in group_lags:
         if item.latest is None:
             continue
         topic, partition, committed = item.topic, item.partition, item.committed
+        key = (item.group, topic, partition)
+        committed_keys.add(key)
         value = offsets.lag_seconds(topic, partition, committed, item.latest, now)
         estimate: tuple[float, Method] | None = None
         if value is not None:
             covered = offsets.covers(topic, partition, committed)
             estimate = (value, INTERPOLATED if covered else EXTRAPOLATED)
-        record = records.get((topic, partition, committed))
-        result = combine(committed, item.latest, record, estimate, now)
+        result = combine(
+            committed, item.latest, records.get((topic, partition, committed)), estimate, now
+        )
         if result is not None:
-            key = (item.group, topic, partition)
+            seconds[key], methods[key] = result
+    # Owned without a commit: from its earliest offset, by a read only (record_time's docstring).
+    for key, owned in lagging.items():
+        if key in committed_keys:
+            continue
+        _, topic, partition = key
+        record = records.get((topic, partition, owned.committed))
+        result = combine(owned.committed, owned.latest, record, None, now)
+        if result is not None:
             seconds[key], methods[key] = result
     return seconds, methods
 
 
 def _max_lag_seconds(
-    group_lags: Iterable[PartitionLag], lag_seconds: Mapping[GTP, float]
+    group_lags: Iterable[PartitionLag],
+    lagging: Mapping[GTP, Lagging],
+    lag_seconds: Mapping[GTP, float],
 ) -> dict[tuple[str, str], float]:
-    """Only for (group, topic)s where every partition with a known lag has an estimate: a maximum
-    over part of them could understate the worst one (e.g. on a partition's first collection)."""
+    """Only for (group, topic)s where every partition with a known lag (a live member's
+    uncommitted ones included) has an estimate: a maximum over part of them could understate the
+    worst one (e.g. on a partition's first collection)."""
     unknown = {
         (i.group, i.topic)
         for i in group_lags
         if i.lag is not None and (i.group, i.topic, i.partition) not in lag_seconds
     }
+    unknown.update((g, t) for g, t, p in lagging if (g, t, p) not in lag_seconds)
     return {
         key: value
         for key, value in max_lag_seconds_by_group_topic(lag_seconds).items()

@@ -263,6 +263,10 @@ def _group(
     view = state.retention
     for topic in sorted(per_topic.keys() | not_committed.keys()):
         items = per_topic[topic]
+        owned = [u for u in not_committed[topic] if u.owned]
+        # Committed partitions, and those a live member owns uncommitted (docs/lag.md).
+        counted = [*(i.partition for i in items), *(u.partition for u in owned)]
+        behind = [i.partition for i in items if i.lag] + [u.partition for u in owned if u.backlog]
         losses = [
             lost for i in items if (lost := view.losses.get((group.group_id, topic, i.partition)))
         ]
@@ -275,7 +279,8 @@ def _group(
                 "uncommitted_partitions": len(not_committed[topic]),
                 "committed_offset_sum": sum(i.committed for i in items),
                 "max_lag_seconds": state.max_lag_seconds.get((group.group_id, topic)),
-                "max_lag_seconds_method": _max_method(state, group.group_id, topic, items),
+                "max_lag_seconds_method": _max_method(state, group.group_id, topic, counted),
+                "max_lag_seconds_withheld": _withheld(state, group.group_id, topic, behind),
                 "messages_consumed_per_second": state.consumed_rates.get((group.group_id, topic)),
                 "retention_margin": _margin(view.margins.get((group.group_id, topic))),
                 "catch_up": _catch_up(view.catch_up.get((group.group_id, topic))),
@@ -307,13 +312,14 @@ def _group(
         "topics": topics,
         "partitions": sorted(
             [_group_partition(state, i) for i in lags]
-            + [_uncommitted_partition(u) for u in uncommitted],
+            + [_uncommitted_partition(state, u) for u in uncommitted],
             key=lambda p: (p["topic"], p["partition"]),
         ),
     }
 
 
-def _uncommitted_partition(u: UncommittedPartition) -> dict[str, Any]:
+def _uncommitted_partition(state: ExporterState, u: UncommittedPartition) -> dict[str, Any]:
+    key = (u.group, u.topic, u.partition)
     return {
         "topic": u.topic,
         "partition": u.partition,
@@ -321,8 +327,8 @@ def _uncommitted_partition(u: UncommittedPartition) -> dict[str, Any]:
         "owned": u.owned,
         "latest_offset": None,
         "lag": u.backlog if u.owned else None,
-        "lag_seconds": None,
-        "lag_seconds_method": None,
+        "lag_seconds": state.lag_seconds.get(key),
+        "lag_seconds_method": state.lag_seconds_methods.get(key),
         "status": None,
         "status_window_complete": None,
         "status_window_completeness": None,
@@ -331,18 +337,25 @@ def _uncommitted_partition(u: UncommittedPartition) -> dict[str, Any]:
     }
 
 
-def _max_method(
-    state: ExporterState, group: str, topic: str, items: list[PartitionLag]
-) -> str | None:
+def _max_method(state: ExporterState, group: str, topic: str, partitions: list[int]) -> str | None:
     """The method of the partition that gave max_lag_seconds (null when that is null)."""
     if (group, topic) not in state.max_lag_seconds:
         return None
-    keys = [
-        (group, topic, i.partition)
-        for i in items
-        if (group, topic, i.partition) in state.lag_seconds
-    ]
+    keys = [(group, topic, p) for p in partitions if (group, topic, p) in state.lag_seconds]
     return state.lag_seconds_methods[max(keys, key=lambda k: state.lag_seconds[k])]
+
+
+def _withheld(state: ExporterState, group: str, topic: str, partitions: list[int]) -> str | None:
+    """Why max_lag_seconds is null while the topic has lag (docs/lag.md), else null."""
+    if (group, topic) in state.max_lag_seconds:
+        return None
+    missing = [p for p in partitions if (group, topic, p) not in state.lag_seconds]
+    if not missing:
+        return None
+    return (
+        f"{len(missing)} of {len(partitions)} partitions with lag have no lag seconds yet "
+        "(record not read, history too short)"
+    )
 
 
 def _group_partition(state: ExporterState, item: PartitionLag) -> dict[str, Any]:

@@ -96,10 +96,10 @@ def test_plan_reads_skips_what_is_known_or_deleted_and_reads_a_shared_offset_onc
         ("a", "u", 0): Lagging(30, 100, None),  # earliest unknown: try
     }
     known = {("t", 1, 20): RecordTime("t", 1, 20, 20, 1)}
-    assert sorted(plan_reads(lagging, known, {}, {}, 10)) == [("t", 0, 10), ("u", 0, 30)]
+    assert sorted(plan_reads(lagging, known, {}, {}, 10).targets) == [("t", 0, 10), ("u", 0, 30)]
 
 
-def test_plan_reads_ranks_what_the_history_cannot_answer_then_the_oldest_then_the_most_behind() -> (
+def test_plan_reads_reads_all_that_nothing_answers_and_refreshes_the_oldest_within_the_budget() -> (
     None
 ):
     lagging = {
@@ -109,26 +109,41 @@ def test_plan_reads_ranks_what_the_history_cannot_answer_then_the_oldest_then_th
         ("g", "t", 3): Lagging(0, 10, None),  # no value
         ("g", "t", 4): Lagging(0, 99, None),  # no value, more messages behind
         ("g", "t", 5): Lagging(0, 10, None),  # read before at another offset: record 9 s
+        ("g", "t", 6): Lagging(0, 20, None),  # interpolated 50 s, more messages behind than 0
     }
     seconds = {("g", "t", 0): 50.0, ("g", "t", 1): 500.0, ("g", "t", 2): 20.0}
     seconds[("g", "t", 5)] = 9.0
+    seconds[("g", "t", 6)] = 50.0
     methods = {
         ("g", "t", 0): INTERPOLATED,
         ("g", "t", 1): INTERPOLATED,
         ("g", "t", 2): EXTRAPOLATED,
         ("g", "t", 5): RECORD,
+        ("g", "t", 6): INTERPOLATED,
     }
-    order = [p for _, p, _ in plan_reads(lagging, {}, seconds, methods, 10)]
-    assert order == [2, 4, 3, 1, 0, 5]
-    assert [p for _, p, _ in plan_reads(lagging, {}, seconds, methods, 3)] == [2, 4, 3]
-    assert plan_reads(lagging, {}, seconds, methods, 0) == []
+    plan = plan_reads(lagging, {}, seconds, methods, 10)
+    assert [p for _, p, _ in plan.first] == [2, 3, 4]
+    assert [p for _, p, _ in plan.refresh] == [1, 6, 0, 5]
+    # The budget bounds the refreshes only: what nothing answers is read whatever its size.
+    small = plan_reads(lagging, {}, seconds, methods, 1)
+    assert [p for _, p, _ in small.targets] == [2, 3, 4, 1]
+    assert plan_reads(lagging, {}, seconds, methods, 0).targets == []
 
 
-def test_plan_reads_puts_what_the_last_read_missed_last() -> None:
+def test_after_a_start_every_lagging_offset_is_read_at_the_first_collection() -> None:
+    lagging = {(f"g{g}", "t", p): Lagging(g, 100, 0) for g in range(50) for p in range(100)}
+    plan = plan_reads(lagging, {}, {}, {}, 200)
+    assert len(plan.first) == 5_000
+    assert plan.refresh == ()
+
+
+def test_plan_reads_puts_what_failed_twice_last_within_the_budget() -> None:
     lagging = {("g", "t", p): Lagging(0, 10 * (p + 1), None) for p in range(3)}
-    assert [p for _, p, _ in plan_reads(lagging, {}, {}, {}, 3)] == [2, 1, 0]
-    missed = {("t", 2, 0), ("t", 1, 0)}
-    assert [p for _, p, _ in plan_reads(lagging, {}, {}, {}, 3, missed)] == [0, 2, 1]
+    assert [p for _, p, _ in plan_reads(lagging, {}, {}, {}, 3).first] == [0, 1, 2]
+    failing = {("t", 2, 0), ("t", 1, 0)}
+    plan = plan_reads(lagging, {}, {}, {}, 1, failing)
+    assert [p for _, p, _ in plan.first] == [0]
+    assert [p for _, p, _ in plan.refresh] == [2]  # the most messages behind of the two
 
 
 def test_merge_keeps_reads_while_their_offset_is_committed_and_readable() -> None:
@@ -284,12 +299,18 @@ class _Reader(RecordTimeReader):
         super().__init__("unused:9092", {}, budget)
         self.table = table
         self.asked: list[list[tuple[str, int, int]]] = []
+        self.timeouts: list[float] = []
 
     def read(
         self, targets: Sequence[tuple[str, int, int]], timeout: float
     ) -> tuple[tuple[RecordTime, ...], list[str]]:
         self.asked.append(list(targets))
-        found = [RecordTime(t, p, o, o, round(self.table[(t, p, o)] * 1000)) for t, p, o in targets]
+        self.timeouts.append(timeout)
+        found = [
+            RecordTime(t, p, o, o, round(self.table[(t, p, o)] * 1000))
+            for t, p, o in targets
+            if (t, p, o) in self.table
+        ]
         return tuple(found), [] if found else ["t-0: KafkaError TOPIC_AUTHORIZATION_FAILED"]
 
 
@@ -325,6 +346,26 @@ def test_the_step_reads_nothing_with_no_budget_or_no_time_and_logs_only_changes(
         assert reader(snap, None, 5.0).record_times == (_record(50, NOW - 60),)
     assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
     assert "no time left" in caplog.records[0].getMessage()
+
+
+def test_first_reads_may_use_the_rest_of_the_collection_and_refreshes_their_budget() -> None:
+    reader = _Reader(RecordBudget(seconds=2.0), {("t", 0, 50): NOW - 60})
+    snap = _snap(NOW, 100, 50)
+    reader(snap, None, 8.0)  # after a start nothing answers offset 50 but its record
+    (state,) = _chain(replace(snap, record_times=()))  # the history answers from now on
+    moved = _snap(NOW + 15, 130, 60)
+    reader.table[("t", 0, 60)] = NOW - 30
+    reader(moved, replace(state, lag_seconds_methods={KEY: INTERPOLATED}), 8.0)
+    assert reader.timeouts == [pytest.approx(7.5), 2.0]
+
+
+def test_an_offset_missed_twice_in_a_row_is_failing_and_read_within_the_budget_only() -> None:
+    reader = _Reader(RecordBudget(partitions=1), {})
+    snap = _snap(NOW, 100, 50)
+    for _ in range(3):
+        reader(snap, None, 8.0)
+    assert reader.asked == [[("t", 0, 50)]] * 3
+    assert reader.timeouts == [pytest.approx(7.5), pytest.approx(7.5), 2.0]
 
 
 def test_a_failing_step_keeps_the_collection() -> None:
