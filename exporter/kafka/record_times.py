@@ -90,7 +90,7 @@ class RecordTimeReader:
         self._consumer: Any = None
         self._lock = threading.Lock()
         self._last_problem: str | None = None
-        # Asked for and not answered at the last read, and at the two last reads (failing).
+        # Asked for and not answered at the last read; missed at two reads in a row (failing).
         self._missed: frozenset[TPO] = frozenset()
         self._failing: frozenset[TPO] = frozenset()
 
@@ -113,8 +113,9 @@ class RecordTimeReader:
     ) -> ClusterSnapshot:
         if self.budget.partitions == 0 or not snapshot.has_metadata:
             return snapshot
+        lagging = lagging_partitions(snapshot)
         plan = plan_reads(
-            lagging_partitions(snapshot),
+            lagging,
             previous.record_times if previous is not None else {},
             previous.lag_seconds if previous is not None else {},
             previous.lag_seconds_methods if previous is not None else {},
@@ -134,8 +135,11 @@ class RecordTimeReader:
         started = time.monotonic()
         reads, failures = self.read(targets, timeout)
         elapsed = time.monotonic() - started
-        missed = frozenset(targets).difference((r.topic, r.partition, r.offset) for r in reads)
-        self._failing = self._missed & missed
+        answered = {(r.topic, r.partition, r.offset) for r in reads}
+        missed = frozenset(targets) - answered
+        # Failing until answered or no longer wanted, also while the budget leaves it unasked.
+        wanted = {(t, p, item.committed) for (_, t, p), item in lagging.items()}
+        self._failing = ((self._failing - answered) | (self._missed & missed)) & wanted
         self._missed = missed
         if not reads and failures:
             self._outcome(f"reading record timestamps failed: {failures[0]}")

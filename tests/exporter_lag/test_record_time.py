@@ -368,6 +368,32 @@ def test_an_offset_missed_twice_in_a_row_is_failing_and_read_within_the_budget_o
     assert reader.timeouts == [pytest.approx(7.5), pytest.approx(7.5), 2.0]
 
 
+def test_a_failing_offset_stays_failing_while_the_budget_leaves_it_unasked() -> None:
+    reader = _Reader(RecordBudget(partitions=1), {})
+    snap = replace(
+        _snap(NOW, 100, 50),
+        groups=(
+            ConsumerGroup(
+                "g",
+                "EMPTY",
+                "CLASSIC",
+                "",
+                1,
+                (),
+                (CommittedOffset("t", 0, 50), CommittedOffset("u", 0, 50)),
+            ),
+        ),
+        topics=(
+            Topic("t", False, (Partition(0, 1, (1,), (1,), (), 0, 100),)),
+            Topic("u", False, (Partition(0, 1, (1,), (1,), (), 0, 100),)),
+        ),
+    )
+    for _ in range(5):
+        reader(snap, None, 8.0)
+    # Twice all as first reads, then one a collection within the budget of 1, never again both.
+    assert [len(asked) for asked in reader.asked] == [2, 2, 1, 1, 1]
+
+
 def test_a_failing_step_keeps_the_collection() -> None:
     def broken(snapshot: ClusterSnapshot, previous: object, left: float) -> ClusterSnapshot:
         raise RuntimeError("bug")
