@@ -57,7 +57,10 @@ def main() -> None:
         for tree in args.tree:
             env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
             argv = [sys.executable, "-c", MEASURE, cluster.bootstrap, str(args.collections)]
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+            # cwd too: `python -c` puts the working directory first on sys.path.
+            done = subprocess.run(
+                argv, env=env, cwd=tree, capture_output=True, text=True, timeout=900
+            )
             print(f"{tree}: {done.stdout.strip() or done.stderr.strip()[-500:]}")
     finally:
         cluster.close()

@@ -56,7 +56,9 @@ for n in range(1, int(sys.argv[2]) + 1):
     state = derive(state, snapshot, history)
     lagging = {(i.group, i.topic) for i in state.group_lags if i.lag}
     covered = len(lagging & state.max_lag_seconds.keys())
-    print(f"collection {n}: {covered} of {len(lagging)} lagging group-topics with a maximum; "
+    print(f"collection {n}: {len(snapshot.groups)} groups, failed phases "
+          f"{sorted(snapshot.failed_phases)}, {[e.message[:120] for e in snapshot.errors][:3]}; "
+          f"{covered} of {len(lagging)} lagging group-topics with a maximum; "
           f"CPU {time.process_time() - cpu:.2f} s (collect {collected - cpu:.2f}, "
           f"reads {read - collected:.2f}: {len(snapshot.record_times)} records in "
           f"{snapshot.durations.get('record_times', 0):.2f} s), "
@@ -70,14 +72,24 @@ adapter.close()
 def seed(bootstrap: str, topics: int, groups: int) -> None:
     names = [f"lagging-{n}" for n in range(topics)]
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    failed: list[str] = []
+
+    def delivered(err: object, _: object) -> None:
+        if err is not None:
+            failed.append(str(err))
+
     first_ms = int((time.time() - AGE_SECONDS) * 1000)
     for name in names:
         create_topic(bootstrap, name, PARTITIONS, config={"message.timestamp.type": "CreateTime"})
         for p in range(PARTITIONS):
             for i in range(PER_PARTITION):
-                producer.produce(name, b"{}", partition=p, timestamp=first_ms + i)
+                producer.produce(
+                    name, b"{}", partition=p, timestamp=first_ms + i, on_delivery=delivered
+                )
         producer.poll(0)
     assert producer.flush(120) == 0
+    if failed:
+        raise RuntimeError(f"{len(failed)} messages not delivered, first: {failed[0]}")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for g in range(groups):
         two = [names[(2 * g) % topics], names[(2 * g + 1) % topics]]
@@ -107,7 +119,10 @@ def main() -> None:
         for tree in args.tree:
             env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
             argv = [sys.executable, "-c", MEASURE, cluster.bootstrap, str(args.collections)]
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+            # cwd too: `python -c` puts the working directory first on sys.path.
+            done = subprocess.run(
+                argv, env=env, cwd=tree, capture_output=True, text=True, timeout=900
+            )
             print(f"{tree}:\n{done.stdout.strip() or done.stderr.strip()[-800:]}", flush=True)
     finally:
         cluster.close()
