@@ -2,7 +2,9 @@
 for half a minute (the harness's brokers check retention every 5 s), or 1 MiB a partition. The
 exporter's retention margin counts down, the group is at risk before Kafka deletes anything, and
 once the log start passes the committed offsets, the records counted lost are the offsets actually
-deleted: log start offsets read before and after the collection that is checked.
+deleted: log start offsets read before and after the collection that is checked. And the page
+itself: a real Prometheus evaluating the repository's rules fires IngestRetentionAtRisk (after its
+`for:`) before Kafka deletes the first unread record, and IngestMeasuresLost after.
 
 Written for the shared, busy harness cluster: a topic and group of its own, the exporter filtered
 to them, every wait with a deadline. The timeline is printed (pytest -s shows it) for the note.
@@ -11,6 +13,7 @@ to them, every wait with a deadline. The timeline is printed (pytest -s shows it
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 import uuid
@@ -25,7 +28,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.exporter.exposition import value
 from tests.exporter.live import Running, exporter_process, wait_for
+from tests.monitoring.servers import RULE_FILES, PromAPI, derived_prometheus_config
 from tests.realstack.topics import create_topic
+from tests.servers import PROMETHEUS, start_prometheus, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +46,7 @@ class Kind:
     limit: str
     config: dict[str, str]
     payload: int  # bytes of padding per message
+    group: str | None = None  # the stopped group, when a rule names it; else the topic's name
 
 
 # Half a minute of records; segments roll every 5 s under the producer's writes, so deletions come
@@ -49,12 +55,23 @@ TIME = Kind("time", {"retention.ms": str(RETENTION_MS), "segment.ms": "5000"}, 0
 # 1 MiB per partition (Kafka 4's smallest segment): at 20 messages of 8 kB a second, 10 per
 # partition, a partition fills its retention in ≈ 13 s and deletes its first segment ≈ 13 s later.
 SIZE = Kind("size", {"retention.bytes": str(1 << 20), "segment.bytes": str(1 << 20)}, 8_000)
+# The real rules page for the ingest job's group only, IngestRetentionAtRisk after 2 minutes at
+# risk (its `for:`). Three minutes of records leave the page its 2 minutes, and the exporter and
+# Prometheus the seconds they take to start and see the group at risk.
+ALERT_RETENTION_MS = 180_000
+ALERT = Kind(
+    "time",
+    {"retention.ms": str(ALERT_RETENTION_MS), "segment.ms": "5000"},
+    0,
+    group="vigia-ingest",
+)
 
 
 @dataclass
 class Drill:
     bootstrap: str
-    name: str  # the topic, and the group
+    name: str  # the topic
+    group: str
     kind: Kind
     committed: dict[int, int] = field(default_factory=dict)
     committed_at: float = 0.0
@@ -63,10 +80,13 @@ class Drill:
     def mark(self, what: str) -> None:
         self.timeline.append((time.time(), what))
 
+    @functools.cached_property
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
     def log_start(self) -> dict[int, int]:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
         asked = {TopicPartition(self.name, p): OffsetSpec.earliest() for p in range(PARTITIONS)}
-        answers = admin.list_offsets(asked, request_timeout=10)
+        answers = self.admin.list_offsets(asked, request_timeout=10)
         return {tp.partition: f.result(timeout=15).offset for tp, f in answers.items()}
 
 
@@ -84,8 +104,9 @@ def _produce_until(stop: threading.Event, bootstrap: str, name: str, payload: in
 
 @pytest.fixture(params=[TIME, SIZE], ids=lambda kind: kind.limit)
 def drill(request: pytest.FixtureRequest, real_kafka_bootstrap: str) -> Iterator[Drill]:
-    """A topic that keeps a minute's records (or 1 MiB a partition), written to for the whole
-    test, and a group that committed its offsets once, a few seconds in, and never again."""
+    """A topic that keeps half a minute's records (1 MiB a partition, or three minutes' for the
+    alert drill), written to for the whole test, and a group that committed its offsets once, a
+    few seconds in, and never again."""
     kind: Kind = request.param
     name = f"vigia-it-retention-{kind.limit}-{uuid.uuid4().hex[:8]}"
     create_topic(real_kafka_bootstrap, name, PARTITIONS, config=kind.config)
@@ -95,7 +116,8 @@ def drill(request: pytest.FixtureRequest, real_kafka_bootstrap: str) -> Iterator
         target=_produce_until, args=(stop, real_kafka_bootstrap, name, kind.payload), daemon=True
     )
     producer.start()
-    found = Drill(real_kafka_bootstrap, name, kind)
+    group = kind.group or name
+    found = Drill(real_kafka_bootstrap, name, group, kind)
     try:
         time.sleep(3)
         latest = {
@@ -106,7 +128,7 @@ def drill(request: pytest.FixtureRequest, real_kafka_bootstrap: str) -> Iterator
             ).items()
         }
         assert all(latest.values()), f"nothing produced in 3 s: {latest}"
-        consumer = Consumer({"bootstrap.servers": real_kafka_bootstrap, "group.id": name})
+        consumer = Consumer({"bootstrap.servers": real_kafka_bootstrap, "group.id": group})
         try:
             consumer.commit(
                 offsets=[TopicPartition(name, p, o) for p, o in latest.items()], asynchronous=False
@@ -120,7 +142,7 @@ def drill(request: pytest.FixtureRequest, real_kafka_bootstrap: str) -> Iterator
         stop.set()
         producer.join(60)
         admin.delete_topics([name], request_timeout=30)[name].result(timeout=60)
-        for future in admin.delete_consumer_groups([name], request_timeout=30).values():
+        for future in admin.delete_consumer_groups([group], request_timeout=30).values():
             with contextlib.suppress(KafkaException):
                 future.result(timeout=30)
         for at, what in found.timeline:
@@ -244,3 +266,106 @@ def test_the_margin_counts_down_the_risk_comes_before_the_deletion_and_the_loss_
         assert value(metrics, "kafka_consumergroup_lost_messages_detected_total", **labels) == total
         assert group["topics"][0]["retention_margin"]["method"] == "deleted"
         drill.mark(f"lost {lost} (log start before {before}, after {after}), counted {total}")
+
+
+def _alert(api: PromAPI, name: str, labels: dict[str, str]) -> dict[str, Any] | None:
+    for alert in api.client.get("/api/v1/alerts").json()["data"]["alerts"]:
+        if alert["labels"]["alertname"] == name and labels.items() <= alert["labels"].items():
+            return dict(alert)
+    return None
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("drill", [ALERT], indirect=True, ids=["alert"])
+def test_the_real_rules_page_before_retention_deletes_and_page_the_loss_after(
+    drill: Drill, tmp_path: Path
+) -> None:
+    """Debian's Prometheus scrapes the exporter every 2 s and evaluates the repository's rule
+    files as they are: IngestRetentionAtRisk fires while the log start offsets, read after it was
+    seen firing, are still at or below the group's committed offsets; IngestMeasuresLost fires
+    once they passed them."""
+    if PROMETHEUS is None:
+        pytest.skip("not installed: prometheus (Debian package prometheus)")
+    topic, group, committed = drill.name, drill.group, drill.committed
+    args: tuple[str, ...] = ("--bootstrap-servers", drill.bootstrap, "--no-probe")
+    args += ("--topic-include", f"^{topic}$", "--group-include", f"^{group}$")
+    args += ("--collection-interval", "2", "--collection-timeout", "10", "--catchup-window", "10")
+    with exporter_process(tmp_path / "exporter.log", *args) as exporter:
+        config = derived_prometheus_config(
+            tmp_path,
+            {"vigia-exporter": [exporter.url.removeprefix("http://")]},
+            RULE_FILES,
+            interval="2s",
+        )
+        prometheus = start_prometheus(config, tmp_path / "data", tmp_path / "prometheus.log")
+        try:
+            api = PromAPI(prometheus.url)
+            labels = {"cluster": "smartmeter", "consumergroup": group, "topic": topic}
+            drill.mark("exporter and Prometheus started")
+
+            def not_deleted_yet() -> float:
+                """When the log start offsets were read, all still at or below the committed."""
+                asked_at, start = time.time(), drill.log_start()
+                assert all(start[p] <= committed[p] for p in committed), (
+                    f"retention deleted past the committed offsets {committed} (log start "
+                    f"{start}) before IngestRetentionAtRisk fired"
+                )
+                return asked_at
+
+            # 1. Pending, then firing after the rule's 2 minutes. Every look at the alert is
+            # followed by a read of the log start offsets, which must not have passed the group's.
+            def seen(state: str) -> tuple[float, dict[str, Any]] | None:
+                alert = _alert(api, "IngestRetentionAtRisk", labels)
+                seen_at = time.time()
+                not_deleted_yet()
+                return (seen_at, alert) if alert is not None and alert["state"] == state else None
+
+            _, pending = wait_until(lambda: seen("pending"), 60, "the alert pending", interval=1)
+            drill.mark(f"IngestRetentionAtRisk pending, margin {float(pending['value']):.0f} s")
+            fired_at, page = wait_until(
+                lambda: seen("firing"), ALERT_RETENTION_MS / 1000, "the page", interval=1
+            )
+            whole_at = not_deleted_yet()
+            drill.mark(
+                f"IngestRetentionAtRisk firing, margin {float(page['value']):.0f} s: "
+                f"{page['annotations']['summary']!r}"
+            )
+            assert page["labels"]["severity"] == "critical"
+            # A stopped group's backlog grows: no catch-up time, and the page says so.
+            assert "forever at this pace" in page["annotations"]["description"], page
+
+            # 2. Kafka deletes past the committed offsets once the segment holding the first
+            # unread record is older than the retention.
+            def deleted() -> tuple[float, dict[int, int]] | None:
+                nonlocal whole_at
+                asked_at, start = time.time(), drill.log_start()
+                if any(start[p] > committed[p] for p in committed):
+                    return asked_at, start
+                whole_at = asked_at
+                return None
+
+            deleted_at, first_deletion = wait_until(
+                deleted, 90, "retention to delete past a committed offset", interval=1
+            )
+            assert fired_at < whole_at < deleted_at
+            drill.mark(f"log start passed a committed offset: {first_deletion}")
+            drill.mark(
+                f"the page came {whole_at - fired_at:.1f} to {deleted_at - fired_at:.1f} s "
+                "before the first deletion"
+            )
+
+            # 3. The loss pages once it has lasted the rule's minute.
+            def loss_paged() -> dict[str, Any] | None:
+                alert = _alert(api, "IngestMeasuresLost", labels)
+                return alert if alert is not None and alert["state"] == "firing" else None
+
+            loss = wait_until(loss_paged, 90, "IngestMeasuresLost firing", interval=1)
+            after = drill.log_start()
+            deleted_unread = sum(max(0, after[p] - committed[p]) for p in committed)
+            assert 0 < float(loss["value"]) <= deleted_unread, (loss, after, committed)
+            drill.mark(
+                f"IngestMeasuresLost firing: {float(loss['value']):.0f} lost "
+                f"(then {deleted_unread} deleted unread, log start {after})"
+            )
+        finally:
+            prometheus.stop()
