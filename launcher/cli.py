@@ -33,7 +33,8 @@ Start the Vigía processes against an existing Kafka cluster, without Docker: th
 ingest job, the Dash app, optionally the HES simulator, and Prometheus and Alertmanager with the
 repository's config when their binaries are installed. Output is shown with a name prefix and also
 written to RUN_DIR/logs/<component>.log. Ctrl-C or SIGTERM stops every process (SIGKILL after
---stop-timeout); if any process exits, the others are stopped too."""
+--stop-timeout). A crashed exporter or Dash app is started again (a line says so); when any other
+process exits, or those two exit cleanly or with code 2, the others are stopped too."""
 
 EPILOG = """\
 components:

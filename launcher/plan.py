@@ -34,6 +34,12 @@ MODULES = {
     "dashboard": "dashboard.cli",
     "receiver": "launcher.receiver",
 }
+# Started again by launcher/keep_running.py when they crash, as compose restarts them, instead of
+# taking the stack down with them: single processes that leave nothing behind, whose next run
+# starts afresh. Not the ingest job: a crashed job can leave its Spark JVM and Python workers
+# running on its exactly-once checkpoint, and only the supervisor's stop (supervisor.py) ends them
+# in order. Not the simulator: it writes test traffic into `measure`.
+KEEP_RUNNING = frozenset({"exporter", "dashboard"})
 
 
 @dataclass(frozen=True)
@@ -228,6 +234,8 @@ def _process(s: Settings, name: str) -> Process:
         health = "/healthz"
     else:  # pragma: no cover - parse_names rejects anything else
         raise PlanError(f"unknown component {name}")
+    if name in KEEP_RUNNING:
+        argv = (s.python, "-m", "launcher.keep_running", "--name", name, "--", *argv)
     return Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
 
 

@@ -7,6 +7,9 @@ SIGKILL to each whole process group still running after the stop timeout. The co
 children itself: the ingest job ends its query and then its Spark JVM; a SIGTERM to the whole group
 (honcho's way) would kill that JVM under the job's feet. The group SIGKILL still reaches every
 grandchild of a component that does not stop.
+
+The exporter and the Dash app run under launcher/keep_running.py, which starts them again after a
+crash: only a stop or a configuration error ends that process, and with it the stack.
 """
 
 from __future__ import annotations

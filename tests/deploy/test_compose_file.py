@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 import yaml
 
+from launcher.plan import KEEP_RUNNING
 from tests.conftest import free_port
 from tests.deploy.compose import (
     COMPOSE_FILE,
@@ -310,6 +311,14 @@ def test_long_running_services_restart_have_memory_limits_and_healthchecks() -> 
             assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
     # Room left on a 16 GB laptop for the OS, a browser and an IDE.
     assert total <= 10 * 2**30, total / 2**30
+
+
+def test_compose_restarts_a_crashed_exporter_as_vigia_stack_does() -> None:
+    """Whatever the shared anchor says one day: a crashed exporter (a segfault in librdkafka) comes
+    back under compose as under vigia-stack (launcher/keep_running.py)."""
+    assert "exporter" in KEEP_RUNNING
+    for name in KEEP_RUNNING:
+        assert SERVICES[name].get("restart") == "unless-stopped", name
 
 
 def test_every_compose_variable_is_documented_in_env_example() -> None:

@@ -45,6 +45,13 @@ def settings(tmp_path: Path, **changes: object) -> plan.Settings:
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
+def own_command(process: plan.Process) -> tuple[str, ...]:
+    """The component's own command line, without launcher/keep_running.py in front of it."""
+    if process.argv[1:3] == ("-m", "launcher.keep_running"):
+        return process.argv[process.argv.index("--") + 1 :]
+    return process.argv
+
+
 def test_component_names_are_the_compose_service_names() -> None:
     services = set(raw()["services"])
     assert set(plan.COMPONENTS) - plan.DEMO_ONLY <= services
@@ -85,6 +92,12 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
     assert processes["exporter"].argv == (
         "/venv/py",
         "-m",
+        "launcher.keep_running",
+        "--name",
+        "exporter",
+        "--",
+        "/venv/py",
+        "-m",
         "exporter.cli",
         "--bootstrap-servers",
         "b1:9092,b2:9092",
@@ -106,18 +119,30 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
     assert dashboard[dashboard.index("--port") + 1] == "18050"
     assert "--cluster.listen-address=" in processes["alertmanager"].argv
     assert processes["prometheus"].health_path == "/-/ready"
-    assert plan.procfile([processes["exporter"]]).startswith("exporter: exec /venv/py -m exporter")
+    assert plan.procfile([processes["exporter"]]).startswith(
+        "exporter: exec /venv/py -m launcher.keep_running --name exporter -- /venv/py -m exporter"
+    )
+
+
+def test_only_stateless_servers_are_restarted_after_a_crash(tmp_path: Path) -> None:
+    """The exporter and the Dash app, as compose restarts them; never the ingest job, whose Spark
+    JVM and checkpoint only the supervisor's stop ends in order, nor the simulator's traffic."""
+    processes = plan.build(settings(tmp_path), plan.COMPONENTS)
+    wrapped = {p.name for p in processes if p.argv != own_command(p)}
+    assert wrapped == {"exporter", "dashboard"}
 
 
 def test_components_run_on_the_launchers_own_interpreter(tmp_path: Path) -> None:
     """Not console scripts from PATH, which may belong to another installation of Vigía."""
     processes = plan.build(settings(tmp_path), plan.COMPONENTS)
     python = [p for p in processes if p.name not in ("prometheus", "alertmanager")]
-    assert {p.argv[:2] for p in python} == {(sys.executable, "-m")}
-    for process in python:  # each module exists in this installation and is runnable
-        spec = importlib.util.find_spec(process.argv[2])
-        assert spec is not None and spec.origin is not None, process.argv[2]
-        assert 'if __name__ == "__main__":' in Path(spec.origin).read_text(), process.argv[2]
+    # The restart wrapper and the component it runs alike.
+    argvs = [p.argv for p in python] + [own_command(p) for p in python]
+    assert {argv[:2] for argv in argvs} == {(sys.executable, "-m")}
+    for argv in argvs:  # each module exists in this installation and is runnable
+        spec = importlib.util.find_spec(argv[2])
+        assert spec is not None and spec.origin is not None, argv[2]
+        assert 'if __name__ == "__main__":' in Path(spec.origin).read_text(), argv[2]
 
 
 def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path: Path) -> None:
@@ -135,7 +160,7 @@ def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path:
         ("--outage-every", "900"),
     ):
         assert simulator[simulator.index(flag) + 1] == value, flag
-    assert processes["dashboard"].argv[3:5] == ("--marker", "demo")
+    assert own_command(processes["dashboard"])[3:5] == ("--marker", "demo")
     assert processes["receiver"].health_path == "/healthz"
     # Missing Debian packages drop what needs them, nothing else.
     assert demo.runnable(plan.COMPONENTS, ["prometheus-alertmanager"]) == [

@@ -1,0 +1,206 @@
+"""launcher/keep_running.py: a crashed component starts again with a log line; a stop asked for
+stops it as before; a configuration error is not restarted."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from launcher import plan, supervisor
+from launcher.keep_running import Backoff, describe, is_crash
+
+# The component: crashes by SIGSEGV while `crashes` (argv[1]) holds a number above 0, taking one
+# off first; then writes its pid to argv[2] and serves until stopped. On SIGTERM it dies of it, as
+# uvicorn (the exporter) does, or exits with argv[3] when one is given.
+CHILD = """
+import os, resource, signal, sys, time
+from pathlib import Path
+
+crashes, pid_file = Path(sys.argv[1]), Path(sys.argv[2])
+left = int(crashes.read_text()) if crashes.exists() else 0
+if left:
+    crashes.write_text(str(left - 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file
+    os.kill(os.getpid(), signal.SIGSEGV)
+if len(sys.argv) > 3:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(int(sys.argv[3])))
+pid_file.write_text(str(os.getpid()))
+while True:
+    time.sleep(1)
+"""
+
+
+def test_crashes_are_restarted_and_stops_or_configuration_errors_are_not() -> None:
+    for crash in (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGKILL, 1, 3, 137):
+        assert is_crash(crash), crash
+    for stop in (0, 2, -signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP, -signal.SIGPIPE):
+        assert not is_crash(stop), stop
+
+
+def test_the_delay_doubles_up_to_its_cap_and_starts_over_after_a_healthy_run() -> None:
+    backoff = Backoff(first=1.0, cap=30.0, stable_after=60.0)
+    assert [backoff.delay(n) for n in range(1, 8)] == [1, 2, 4, 8, 16, 30, 30]
+    assert backoff.crashes_in_a_row(0, ran_for=0.2) == 1
+    assert backoff.crashes_in_a_row(5, ran_for=59.0) == 6
+    assert backoff.crashes_in_a_row(5, ran_for=60.0) == 1
+
+
+def test_how_a_run_ended_is_said_by_signal_name_or_code() -> None:
+    assert describe(-signal.SIGSEGV) == "signal SIGSEGV"
+    assert describe(-signal.SIGABRT) == "signal SIGABRT"
+    assert describe(1) == "code 1"
+    assert describe(-(signal.SIGRTMIN + 3)) == f"signal {signal.SIGRTMIN + 3}"
+
+
+def wrapper(tmp_path: Path, *child_args: str) -> list[str]:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = [sys.executable, str(script), str(tmp_path / "crashes"), str(tmp_path / "pid")]
+    return [
+        sys.executable,
+        "-m",
+        "launcher.keep_running",
+        "--name",
+        "exporter",
+        "--",
+        *child,
+        *child_args,
+    ]
+
+
+def start(tmp_path: Path, *child_args: str, crashes: int = 0) -> subprocess.Popen[str]:
+    (tmp_path / "crashes").write_text(str(crashes))
+    return subprocess.Popen(
+        wrapper(tmp_path, *child_args), stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+
+
+def serving_pid(tmp_path: Path, process: subprocess.Popen[str], timeout: float) -> int:
+    """The pid of the child that serves, once it does."""
+    pid_file = tmp_path / "pid"
+    deadline = time.monotonic() + timeout
+    while not pid_file.exists():
+        assert process.poll() is None, f"the wrapper exited {process.returncode}"
+        assert time.monotonic() < deadline, "no child serves"
+        time.sleep(0.05)
+    return int(pid_file.read_text())
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    """What the wrapper logged; it and its children are killed if still running."""
+    if process.poll() is None:
+        children = psutil.Process(process.pid).children(recursive=True)
+        process.kill()  # first: it would log the children's deaths as crashes
+        for child in children:
+            child.kill()
+    _, err = process.communicate(timeout=10)
+    return err
+
+
+def test_a_component_killed_by_sigsegv_is_started_again_with_a_log_line(tmp_path: Path) -> None:
+    process = start(tmp_path, crashes=1)
+    try:
+        pid = serving_pid(tmp_path, process, timeout=15)  # after the 1 s delay
+        assert psutil.Process(pid).ppid() == process.pid
+        assert process.poll() is None
+    finally:
+        err = stop(process)
+    lines = [line for line in err.splitlines() if "restart" in line]
+    assert len(lines) == 1, err
+    assert lines[0].endswith(
+        "WARNING vigia-stack.keep-running: exporter exited with signal SIGSEGV; "
+        "restarting in 1 s (restart 1)"
+    ), err
+
+
+@pytest.mark.parametrize(
+    ("child_args", "expected"),
+    [((), -signal.SIGTERM), (("3",), 3)],
+    ids=["dies-of-sigterm", "exits-3"],
+)
+def test_sigterm_stops_the_component_and_the_wrapper_ends_as_it_did(
+    tmp_path: Path, child_args: tuple[str, ...], expected: int
+) -> None:
+    process = start(tmp_path, *child_args)
+    try:
+        pid = serving_pid(tmp_path, process, timeout=15)
+        process.send_signal(signal.SIGTERM)
+        began = time.monotonic()
+        assert process.wait(timeout=5) == expected
+        assert time.monotonic() - began < 3
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    finally:
+        err = stop(process)
+    assert "restart" not in err, err
+
+
+def test_a_stop_during_the_delay_before_a_restart_is_a_clean_stop(tmp_path: Path) -> None:
+    process = start(tmp_path, crashes=10)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # the first crash's line; its restart waits 1 s
+        assert "restarting in 1 s (restart 1)" in line, line
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=2) == 0
+    finally:
+        err = stop(process)
+    assert "restart 2" not in err, err
+    assert (tmp_path / "crashes").read_text() == "9"  # started once only
+
+
+def test_a_configuration_error_is_said_once_and_not_restarted(tmp_path: Path) -> None:
+    script = tmp_path / "invalid.py"
+    script.write_text(
+        "import sys\n"
+        "sys.stderr.write('vigia-exporter: error: bad --kafka-option\\n')\n"
+        "sys.exit(2)\n"
+    )
+    argv = [sys.executable, "-m", "launcher.keep_running", "--name", "exporter", "--"]
+    result = subprocess.run(
+        [*argv, sys.executable, str(script)], capture_output=True, text=True, timeout=10
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("vigia-exporter: error: bad --kafka-option") == 1, result.stderr
+    assert result.stderr.splitlines()[-1].endswith(
+        "exporter exited with code 2 (invalid configuration): not restarting it"
+    ), result.stderr
+
+
+def test_the_stack_keeps_running_while_a_crashed_exporter_restarts_and_still_stops_cleanly(
+    tmp_path: Path,
+) -> None:
+    """Under the supervisor: the other component is not stopped by the crash, SIGTERM then stops
+    everything and vigia-stack's exit status is 0, as for a stack that never crashed."""
+    (tmp_path / "crashes").write_text("1")
+    exporter = plan.Process(name="exporter", argv=tuple(wrapper(tmp_path)), port=1, health_path="/")
+    other = plan.Process(name="other", argv=("sleep", "30"), port=2, health_path="/")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    output = io.StringIO()
+
+    def sigterm_once_restarted() -> None:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGTERM)  # honcho handles it in this, the main, thread
+
+    threading.Thread(target=sigterm_once_restarted, daemon=True).start()
+    code = supervisor.run(
+        [exporter, other], listen_address="127.0.0.1", log_dir=logs, stop_timeout=5, output=output
+    )
+    text = output.getvalue()
+    assert (tmp_path / "pid").exists(), text
+    assert code == 0, text
+    restart = "exporter exited with signal SIGSEGV; restarting in 1 s (restart 1)"
+    assert restart in (logs / "exporter.log").read_text()
+    # The crash stopped nothing: the other component ran until the SIGTERM stopped it.
+    assert text.index("SIGTERM received") < text.index("other stopped (rc=-15)"), text
