@@ -105,7 +105,7 @@ def group_rows(groups: Sequence[Group], filters: Filters) -> list[list[str]]:
             [
                 g.group_id,
                 (g.state or "?").title(),
-                (g.type or "?").title(),
+                _protocol(g),
                 "?" if g.member_count is None else str(g.member_count),
                 g.status or "–",
                 ", ".join(t.topic for t in topics) or "–",
@@ -116,6 +116,14 @@ def group_rows(groups: Sequence[Group], filters: Filters) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _protocol(group: Group) -> str:
+    """The group's protocol as its clients set it (`group.protocol`: classic, or consumer for
+    KIP-848's), then its assignor: the exporter's `protocol` is the assignor, `type` the
+    protocol."""
+    kind = (group.type or "?").lower()
+    return f"{kind} · {group.protocol}" if group.protocol else kind
 
 
 def _margin(group: Group) -> str:
@@ -332,7 +340,7 @@ def _tables(cluster: Cluster, f: Filters) -> html.Div:
                     [
                         "Group",
                         "State",
-                        "Type",
+                        "Protocol",
                         "Members",
                         "Status",
                         "Topics",

@@ -355,7 +355,9 @@ def test_topics_search_and_leader_matrix(browser: WebDriver, stack: Stack) -> No
 
 def test_consumers(browser: WebDriver, stack: Stack) -> None:
     open_page(browser, stack, "/consumers")
-    lag = {r[0]: r[6] for r in table(browser, "groups-table")}
+    rows = table(browser, "groups-table")
+    assert {r[0]: r[2] for r in rows}["verify-group-848"] == "consumer · uniform"
+    lag = {r[0]: r[6] for r in rows}
     assert lag == {
         "billing": "1,055",
         "events-reader": "0",

@@ -385,6 +385,20 @@ def test_replication_page_history_from_prometheus() -> None:
 # ------------------------------------------------------------------ consumers
 
 
+def test_group_rows_show_each_groups_protocol_then_its_assignor() -> None:
+    groups = cluster("healthy").groups
+    protocols = {r[0]: r[2] for r in consumers.group_rows(groups, Filters())}
+    assert protocols == {
+        "billing": "classic · range",
+        "events-reader": "classic",  # an empty classic group has no assignor
+        "verify-group": "classic",
+        "verify-group-848": "consumer · uniform",  # KIP-848's, assigned by the broker
+        "vigia-ingest": "classic",
+    }
+    undescribed = replace(groups[0], type=None, protocol=None)  # DescribeGroups failed
+    assert consumers.group_rows([undescribed], Filters())[0][2] == "?"
+
+
 def test_group_rows_lag_per_scenario() -> None:
     def lags(scenario: str) -> dict[str, str]:
         return {r[0]: r[6] for r in consumers.group_rows(cluster(scenario).groups, Filters())}
