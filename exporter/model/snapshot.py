@@ -229,7 +229,11 @@ class ClusterSnapshot:
         )
 
 
-_BROKER_MOTION = re.compile(r"timed?[ _]?out|not ?ready|connection|coordinator|leader", re.I)
+# "Broker handle destroyed": librdkafka retired the handle of a broker that left the metadata and
+# failed the requests queued on it (_DESTROY_BROKER).
+_BROKER_MOTION = re.compile(
+    r"timed?[ _]?out|not ?ready|connection|coordinator|leader|broker handle destroyed", re.I
+)
 
 
 def _excused(error: PhaseError) -> bool:

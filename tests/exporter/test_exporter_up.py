@@ -60,6 +60,21 @@ def test_a_broker_back_in_the_metadata_since_the_previous_collection_excuses_the
     assert not derive(back, _collection(WHILE_A_BROKER_STOPS)).up  # one collection later
 
 
+def test_a_request_to_a_broker_handle_librdkafka_retired_is_broker_motion_too() -> None:
+    """Recorded in the 30-restart drill (benchmarks/exporter_restarts.py, step 13): librdkafka
+    retires the handle of a broker that left the metadata and fails what was queued on it, seen in
+    the collection where the broker is back."""
+    retired = PhaseError(
+        "groups",
+        "ListGroups: KafkaError _DESTROY_BROKER: Local: Broker handle destroyed without "
+        "termination",
+    )
+    before = _collection(())
+    away = replace(before, brokers=tuple(b for b in before.brokers if b.id != 3))
+    assert derive(derive(None, away), _collection((retired,))).up
+    assert not derive(None, _collection((retired,))).up  # with no broker moving, a failure
+
+
 @pytest.mark.parametrize(
     "error",
     [
