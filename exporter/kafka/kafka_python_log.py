@@ -14,6 +14,9 @@ from __future__ import annotations
 import logging
 
 SELECTOR_LOGGER = "kafka.net.selector"
+# Its metadata loop says at ERROR that the broker it asked is stopped (seen once in the 30-restart
+# drill: "Metadata refresh: failed KafkaConnectionError: 111 ECONNREFUSED"); it asks another next.
+CLUSTER_LOGGER = "kafka.cluster"
 # Filters do not apply to child loggers: each logger that repeats itself gets one.
 CONNECTION_LOGGERS = (
     "kafka.net.manager",
@@ -39,7 +42,8 @@ class Demotion(logging.Filter):
 
 
 def quiet_kafka_python() -> None:
-    demotions = {SELECTOR_LOGGER: "blocking the event loop"} | dict.fromkeys(CONNECTION_LOGGERS, "")
+    demotions = {SELECTOR_LOGGER: "blocking the event loop", CLUSTER_LOGGER: "Metadata refresh"}
+    demotions |= dict.fromkeys(CONNECTION_LOGGERS, "")
     for name, text in demotions.items():
         logger = logging.getLogger(name)
         if not any(isinstance(f, Demotion) for f in logger.filters):

@@ -117,6 +117,10 @@ def test_kafka_python_connection_failures_are_left_to_the_exporters_own_lines(
         logger.warning("Bootstrap connection to 127.0.0.1:9092 failed: refused")
         logger.info("Initializing connection for node_id 2")
     assert [r.getMessage() for r in caplog.records] == ["Initializing connection for node_id 2"]
+    cluster = logging.getLogger("kafka.cluster")
+    with caplog.at_level(logging.INFO, logger="kafka.cluster"):
+        cluster.error("Metadata refresh: failed %s", "KafkaConnectionError: 111 ECONNREFUSED")
+    assert [r.getMessage() for r in caplog.records] == ["Initializing connection for node_id 2"]
     with caplog.at_level(logging.DEBUG, logger="kafka.net.manager"):
         logger.error("Connect attempt to <KafkaConnection node_id=2> returned error 111")
     assert caplog.records[-1].levelname == "DEBUG"
