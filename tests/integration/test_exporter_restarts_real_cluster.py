@@ -185,7 +185,7 @@ def test_up_stays_1_through_a_rolling_restart_and_the_probe_covers_every_broker_
 ) -> None:
     exporter, watch = watched
     for broker in (1, 2, 3):
-        _stop_and_start(exporter, broker_control, broker, 10)
+        _stop_and_start(exporter, broker_control, broker, 5)
     # Each restart moved its probe partition's leader away; the probe elects them back.
     wait_for(
         lambda: (
