@@ -299,7 +299,7 @@ def derive(
         lag_method_counts=_frozen(
             method_counts({g.group_id for g in snapshot.groups if g.committed}, lagging, methods)
         ),
-        max_lag_seconds=_frozen(_max_lag_seconds(group_lags, lagging, lag_seconds)),
+        max_lag_seconds=_frozen(_max_lag_seconds(lagging, lag_seconds)),
         lag_status=_frozen(lag_status),
         group_status=_frozen(group_status),
         out_of_sync_seconds=_frozen(out_of_sync),
@@ -593,19 +593,12 @@ def _lag_seconds(
 
 
 def _max_lag_seconds(
-    group_lags: Iterable[PartitionLag],
-    lagging: Mapping[GTP, Lagging],
-    lag_seconds: Mapping[GTP, float],
+    lagging: Mapping[GTP, Lagging], lag_seconds: Mapping[GTP, float]
 ) -> dict[tuple[str, str], float]:
-    """Only for (group, topic)s where every partition with a known lag (a live member's
-    uncommitted ones included) has an estimate: a maximum over part of them could understate the
-    worst one (e.g. on a partition's first collection)."""
-    unknown = {
-        (i.group, i.topic)
-        for i in group_lags
-        if i.lag is not None and (i.group, i.topic, i.partition) not in lag_seconds
-    }
-    unknown.update((g, t) for g, t, p in lagging if (g, t, p) not in lag_seconds)
+    """Only for (group, topic)s where every lagging partition (a live member's uncommitted ones
+    included) has an estimate: a maximum over part of them could understate the worst one (e.g.
+    on a partition's first collection). A partition caught up always has its 0."""
+    unknown = {(g, t) for g, t, p in lagging if (g, t, p) not in lag_seconds}
     return {
         key: value
         for key, value in max_lag_seconds_by_group_topic(lag_seconds).items()
