@@ -8,6 +8,11 @@ With ``--hes-dsn`` the expected keys are the source's instead: every (meter, per
 HES database holds for the day (`against_source`), so a row the HES has and the store lacks is
 found whatever lost it (a connector that skipped binlog events, a dropped message).
 
+A day with missing measures is checked against the ranges the job recorded skipping because Kafka
+had deleted them (``<output>/_vigia_losses/``, written with ``--no-fail-on-data-loss``): the report
+names the losses that may hold the day's measures and how many of the missing they can
+account for (`ingest.retention_loss`), and the log says the day lost measures to retention.
+
 Entry point for ``vigia-ingest completeness`` (ingest/cli.py)::
 
     add_completeness_arguments(parser: argparse.ArgumentParser) -> None
@@ -33,7 +38,7 @@ import os
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -43,6 +48,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ingest.loss_log import loss_dir, read_losses
+from ingest.retention_loss import RetentionLoss, day_loss
 from ingest.schema import MAGNITUDES, PERIODS, PERIODS_PER_DAY
 from ingest.simulator.manifest import load_manifest
 from ingest.spark_session import start_session
@@ -94,6 +101,11 @@ class CompletenessReport:
     expected_from: str = "meters"
     """What says which keys a day should hold: "meters" (every meter × 96 × magnitudes, from a
     manifest or a meters file) or "hes" (the keys the HES database holds for the day)."""
+    lost_to_retention: int = 0
+    """Missing measures Kafka may have deleted before the job read them: at most the offsets of
+    `retention_losses` (`ingest.retention_loss`)."""
+    retention_losses: tuple[RetentionLoss, ...] = ()
+    """The ranges the job recorded skipping (``--no-fail-on-data-loss``) that may hold the day."""
 
     @property
     def complete(self) -> bool:
@@ -104,6 +116,12 @@ class CompletenessReport:
             f"{self.measure_date}: {self.expected:,} expected, {self.distinct_stored:,} distinct "
             f"stored, {self.missing:,} missing, {self.duplicates:,} duplicates, "
             f"{self.unexpected:,} unexpected"
+            + (
+                f"; up to {self.lost_to_retention:,} of the missing deleted unread by Kafka "
+                "retention"
+                if self.lost_to_retention
+                else ""
+            )
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +132,7 @@ class CompletenessReport:
             {"meter": k.meter, "period": k.period, "magnitude": k.magnitude}
             for k in self.missing_sample
         ]
+        data["retention_losses"] = [loss.to_json() for loss in self.retention_losses]
         data["complete"] = self.complete
         return data
 
@@ -319,6 +338,16 @@ def completeness_report(
     return build_report(measure_date, len(meters), magnitudes, stored, sample_size)
 
 
+def with_retention_losses(
+    report: CompletenessReport, losses: Sequence[RetentionLoss]
+) -> CompletenessReport:
+    """The report with what the job's recorded losses may explain of its missing measures."""
+    if not report.missing:
+        return report
+    found = day_loss(report.measure_date, report.missing, losses)
+    return replace(report, lost_to_retention=found.at_most, retention_losses=found.losses)
+
+
 class InputError(ValueError):
     """Bad arguments or unreadable meter list: exit code 2."""
 
@@ -432,7 +461,21 @@ def main_completeness(args: argparse.Namespace, spark: SparkSession | None = Non
     finally:
         if own_session:
             session.stop()
+    try:
+        report = with_retention_losses(report, read_losses(loss_dir(args.output)))
+    except (OSError, ValueError, KeyError) as exc:
+        log.error("cannot read the job's loss records in %s: %s", loss_dir(args.output), exc)
+        return EXIT_INVALID
     sys.stdout.write(json.dumps(report.to_json()) + "\n")
+    if report.lost_to_retention:
+        log.warning(
+            "%s lost measures to Kafka retention: up to %d of the %d missing were deleted before "
+            "the job read them (%s)",
+            report.measure_date,
+            report.lost_to_retention,
+            report.missing,
+            "; ".join(loss.describe() for loss in report.retention_losses),
+        )
     if report.complete:
         log.info("complete: %s", report.summary())
         return EXIT_COMPLETE

@@ -50,6 +50,7 @@ from ingest.kafka_source import SOURCE_NAME, register
 from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
 from ingest.kafka_source.retry import RetryObserver
 from ingest.kafka_source.retry_spool import RetrySpool
+from ingest.loss_log import loss_dir
 from ingest.metrics import (
     BatchWritten,
     IngestListener,
@@ -156,6 +157,8 @@ def read_stream(
         reader = reader.option("kafkaTimeoutMs", str(int(config.kafka_timeout * 1000)))
         if retry_spool:
             reader = reader.option("retrySpoolDir", retry_spool)
+        if not config.fail_on_data_loss:
+            reader = reader.option("lossLogDir", loss_dir(config.output))
     if config.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
     for key, value in config.kafka_options.items():

@@ -71,6 +71,7 @@ class SourceOptions:
     kafka_timeout_s: float = 30.0
     read_timeout_s: float = 120.0
     retry_spool_dir: str = ""
+    loss_log_dir: str = ""
     kafka_options: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -107,6 +108,7 @@ class SourceOptions:
             kafka_timeout_s=kafka_timeout / 1000,
             read_timeout_s=read_timeout / 1000,
             retry_spool_dir=options.get("retryspooldir", "").strip(),
+            loss_log_dir=options.get("losslogdir", "").strip(),
             kafka_options=kafka_options,
         )
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -72,11 +73,12 @@ def read_range(
     timeout_s: float,
     kafka_timeout_s: float | None = None,
     observer: RetryObserver | None = None,
-    on_skip: Callable[[PartitionLoss], None] | None = None,
+    on_skip: Callable[[PartitionLoss, datetime | None], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Every message of ``wanted`` that still exists, in offset order. ``kafka_timeout_s`` bounds
     the watermark query (default ``timeout_s``); ``observer`` hears of every retry, ``on_skip`` of
-    every range skipped because it is gone (only without ``fail_on_data_loss``)."""
+    every range skipped because it is gone (only without ``fail_on_data_loss``), with the Kafka
+    timestamp of the first message read after it (None when none is)."""
     with _borrowed_consumer(config) as consumer:
         low, high = partition_watermarks(
             consumer,
@@ -93,11 +95,19 @@ def read_range(
                     "failOnDataLoss=false (vigia-ingest: --no-fail-on-data-loss) skips them"
                 )
             log.warning("skipping lost offsets: %s", loss.describe())
-            if on_skip is not None:
-                on_skip(loss)
-        if todo.size == 0:
+        if loss is None or on_skip is None:
+            if todo.size:
+                yield from _consume(consumer, todo, timeout_s, observer)
             return
-        yield from _consume(consumer, todo, timeout_s, observer)
+        # Told once the read has its first message: its timestamp bounds what the gap held.
+        told = False
+        for batch in _consume(consumer, todo, timeout_s, observer) if todo.size else ():
+            if not told:
+                on_skip(loss, batch.column("timestamp")[0].as_py())
+                told = True
+            yield batch
+        if not told:
+            on_skip(loss, None)
 
 
 # Consumers between the tasks of one Python worker, by configuration: Spark reuses its workers,

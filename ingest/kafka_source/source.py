@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -50,6 +51,8 @@ from ingest.kafka_source.options import SourceOptions
 from ingest.kafka_source.reader import read_range
 from ingest.kafka_source.retry import RetryObserver
 from ingest.kafka_source.retry_spool import spool_observer
+from ingest.loss_log import record_loss
+from ingest.retention_loss import RetentionLoss
 from ingest.schema import KAFKA_SOURCE_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -93,12 +96,26 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         spool = self.options.retry_spool_dir
         return spool_observer(spool) if spool else None
 
-    def _skipped(self, loss: PartitionLoss) -> None:
+    def _skipped(self, loss: PartitionLoss, appended_before: datetime | None) -> None:
         """Counts a range a read went on past, retention having deleted it, for the job's
-        vigia_ingest_skipped_offsets_total. The planner's losses are not counted: a re-created
-        topic or a deleted partition is read again from its start, nothing unread is passed."""
+        vigia_ingest_skipped_offsets_total, and records it for the completeness check. The
+        planner's losses are not: a re-created topic or a deleted partition is read again from its
+        start, nothing unread is passed."""
         if spool := self.options.retry_spool_dir:
             spool_observer(spool).skipped(loss.topic, loss.partition, loss.lost_to - loss.lost_from)
+        if directory := self.options.loss_log_dir:
+            record_loss(
+                directory,
+                RetentionLoss(
+                    loss.topic,
+                    loss.partition,
+                    loss.lost_from,
+                    loss.lost_to,
+                    loss.why,
+                    detected_at=datetime.now(UTC),
+                    appended_before=appended_before,
+                ),
+            )
 
     def _watermarks(self) -> tuple[Offsets, Offsets]:
         return self.admin.topic_watermarks(self.options.topics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -154,19 +155,33 @@ def test_read_range_when_retention_deleted_the_start(mock_cluster: MockCluster) 
     with pytest.raises(KafkaSourceError, match=r"data loss: measure-0: offsets \[100, \d+\)"):
         list(read_range(reader_config(mock_cluster), wanted, fail_on_data_loss=True, timeout_s=10))
 
-    skipped: list[PartitionLoss] = []
+    skipped: list[tuple[PartitionLoss, datetime | None]] = []
+
+    def record(loss: PartitionLoss, appended_before: datetime | None) -> None:
+        skipped.append((loss, appended_before))
+
     table = rows(
         read_range(
             reader_config(mock_cluster),
             wanted,
             fail_on_data_loss=False,
             timeout_s=10,
-            on_skip=skipped.append,
+            on_skip=record,
         )
     )
     assert table.column("offset").to_pylist() == list(range(earliest, earliest + 10))
-    # What the job counts in vigia_ingest_skipped_offsets_total: exactly the deleted offsets.
-    assert [(s.partition, s.lost_from, s.lost_to) for s in skipped] == [(0, 100, earliest)]
+    # What the job counts in vigia_ingest_skipped_offsets_total: exactly the deleted offsets,
+    # and what it records: they were appended before the first message kept.
+    assert [(s.partition, s.lost_from, s.lost_to) for s, _ in skipped] == [(0, 100, earliest)]
+    assert [appended for _, appended in skipped] == [table.column("timestamp")[0].as_py()]
+
+    skipped.clear()  # a range retention deleted whole: nothing kept, no timestamp
+    gone = OffsetRange(TOPIC, 0, 50, 60)
+    config = reader_config(mock_cluster)
+    assert not rows(
+        read_range(config, gone, fail_on_data_loss=False, timeout_s=10, on_skip=record)
+    ).num_rows
+    assert [(s.lost_from, s.lost_to, appended) for s, appended in skipped] == [(50, 60, None)]
 
 
 def stream_reader(cluster: MockCluster, **options: str) -> KafkaStreamReader:

@@ -1,7 +1,8 @@
 """Issue 22 §3 and §6 on the real stack: retention deletes measures the ingest job had not read
 while it was stopped; restarted with --no-fail-on-data-loss it stores every measure still there
 exactly once, and counts exactly the offsets it skipped (the log start offsets read from Kafka),
-and the completeness check names the day whose measures were lost.
+and the completeness check names the day whose measures retention took, from the job's record of
+what it skipped.
 
 Three simulated days go to a topic of its own: day A is ingested; the job stops; day B and, 30 s
 later, day C are written (each in segments of its own: `segment.ms` is 5 s); `retention.ms` is
@@ -32,6 +33,7 @@ from ingest.config import IngestConfig
 from ingest.job import IngestJob, preflight_kafka
 from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.kafka_source.retry_spool import RetrySpool
+from ingest.loss_log import loss_dir, read_losses
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.exporter.live import wait_for
@@ -126,6 +128,16 @@ def test_a_job_told_to_go_on_stores_what_is_left_once_and_counts_what_retention_
 
         run(replace(config, fail_on_data_loss=False))
         skipped = spool.skipped()
+        # The job's record of each range, for the completeness check: the first message kept
+        # (day C's) bounds when the deleted ones were appended.
+        losses = read_losses(loss_dir(config.output))
+        assert {(loss.partition, loss.lost_from, loss.lost_to) for loss in losses} == {
+            (tp[1], after_a[tp], after_b[tp]) for tp in after_a if after_b[tp] > after_a[tp]
+        }
+        assert all(
+            loss.appended_before is not None and loss.appended_before.timestamp() > b_written
+            for loss in losses
+        ), losses
         assert skipped == {
             tp: after_b[tp] - after_a[tp] for tp in after_a if after_b[tp] > after_a[tp]
         }
@@ -159,3 +171,6 @@ def test_a_job_told_to_go_on_stores_what_is_left_once_and_counts_what_retention_
     assert main_completeness(args, session) == EXIT_INCOMPLETE
     report = json.loads(capsys.readouterr().out)
     assert report["distinct_stored"] == 0 and report["missing"] == b.valid_total
+    # ...and says retention took them: every one, within the offsets the job skipped.
+    assert report["lost_to_retention"] == b.valid_total
+    assert sum(loss["offsets"] for loss in report["retention_losses"]) == b.produced
