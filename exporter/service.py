@@ -64,6 +64,17 @@ class CollectionService:
         self._last_failed: frozenset[str] = frozenset()
         self._broker_up: Mapping[int, bool] = {}  # as last seen in metadata
         self._broker_failures: Mapping[tuple[int, str], str] = {}  # (broker, phase) -> error
+        self._overrunning = False
+
+    @property
+    def interval(self) -> float:
+        return self._interval
+
+    @property
+    def overrunning(self) -> bool:
+        """Whether the last collection took longer than the interval: the next one starts at once,
+        so values are as old as a collection takes, not the interval."""
+        return self._overrunning
 
     @property
     def state(self) -> ExporterState | None:
@@ -85,6 +96,7 @@ class CollectionService:
             self._thread.join(timeout=self._timeout + GRACE_SECONDS + 1)
 
     def collect_once(self) -> ExporterState:
+        started = time.monotonic()
         snapshot = self._bounded_collect()
         state = derive(self._state, snapshot, self._history)
         self._state = state
@@ -95,7 +107,22 @@ class CollectionService:
             failures = snapshot.broker_failures
             _report_broker_failures(self._broker_failures, failures)
             self._broker_failures = failures
+        self._note_pace(time.monotonic() - started)
         return state
+
+    def _note_pace(self, took: float) -> None:
+        overrunning = took > self._interval
+        if overrunning and not self._overrunning:
+            log.warning(
+                "a collection took %.1f s, longer than the %g s interval: collecting back to back "
+                "(vigia_exporter_collection_overrunning 1); raise --collection-interval or collect "
+                "less (docs/metrics.md#series-budget)",
+                took,
+                self._interval,
+            )
+        elif self._overrunning and not overrunning:
+            log.info("collections fit in the %g s interval again (%.1f s)", self._interval, took)
+        self._overrunning = overrunning
 
     def _run(self) -> None:
         while not self._stop.is_set():

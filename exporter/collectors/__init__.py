@@ -7,8 +7,9 @@ collection. They only read that state, never Kafka; the app renders each state a
 it is first scraped, and serves the bytes from cache. Per-partition and per-replica families are
 built only at the granularity asked for (`exporter.model.granularity`).
 
-The probe's families are the exception: the probe runs on its own threads and schedule, so they
-are rendered from the runner's counters at each scrape (`render_probe`, a few dozen lines; reading
+The probe's families are the exception (and, like them, whether collections keep to their
+interval): the probe runs on its own threads and schedule, so they are rendered from the runner's
+counters at each scrape (`render_probe`, a few dozen lines; reading
 the counters takes a lock the probe holds only around in-memory bookkeeping, never a Kafka call)
 and appended to the cached text.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 from exporter.collectors.base import StateSource
 from exporter.collectors.cluster import ClusterCollector
 from exporter.collectors.groups import ConsumerGroupCollector
-from exporter.collectors.health import HealthCollector
+from exporter.collectors.health import HealthCollector, PaceCollector
 from exporter.collectors.hes import HesCollector
 from exporter.collectors.isr import IsrHistoryCollector
 from exporter.collectors.kafka_errors import KafkaErrorCollector
@@ -80,6 +81,10 @@ def render_probe(probe: ProbeRunner | None) -> str:
     return text(probe_collector(probe).collect())
 
 
+def render_pace(interval: float, overrunning: bool) -> str:
+    return text(PaceCollector(interval, lambda: overrunning).collect())
+
+
 def render_source(source: SourceWatcher | None, state: ExporterState | None) -> str:
     """The HES leg's families (nothing without --hes-dsn): rendered at each scrape like the
     probe's, from the source watch's last round and this collection's lag seconds."""
@@ -95,5 +100,6 @@ def exposition(
     probe: ProbeRunner | None = None,
     granularity: Granularity = DEFAULT,
 ) -> str:
-    """Everything /metrics serves for this state and probe."""
+    """What /metrics serves for this state and probe, but for the loop's pace (`render_pace`)
+    and the HES and Connect families."""
     return render(state, granularity) + render_probe(probe)

@@ -73,3 +73,26 @@ class HealthCollector:
         )
         build.add_metric([self._version], 1)
         yield build
+
+
+class PaceCollector:
+    """Whether collections keep to their interval; from the collection loop, at each scrape (it
+    changes when a collection ends, not with the state a scrape's cached text was made from)."""
+
+    def __init__(self, interval: float, overrunning: Callable[[], bool]) -> None:
+        self._interval = interval
+        self._overrunning = overrunning
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "vigia_exporter_collection_interval_seconds",
+            "Time from the start of one collection to the start of the next (--collection-"
+            "interval), unless a collection takes longer.",
+            value=self._interval,
+        )
+        yield GaugeMetricFamily(
+            "vigia_exporter_collection_overrunning",
+            "1 when the last collection took longer than the interval: collections then run "
+            "back to back, and each value is as old as a collection takes.",
+            value=int(self._overrunning()),
+        )

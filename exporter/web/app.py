@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from exporter.collectors import render, render_probe, render_source
+from exporter.collectors import render, render_pace, render_probe, render_source
 from exporter.collectors.text_format import CONTENT_TYPE
 from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.watcher import ConnectWatcher
@@ -107,7 +107,11 @@ def create_app(
     @app.get("/metrics")
     def metrics() -> Response:
         state = service.state
-        live = (render_probe(service.probe) + render_source(source, state)).encode("utf-8")
+        live = (
+            render_probe(service.probe)
+            + render_pace(service.interval, service.overrunning)
+            + render_source(source, state)
+        ).encode("utf-8")
         connect_text = connect_exposition.get([w.report for w in connect])
         return Response(exposition.get(state) + live + connect_text, media_type=CONTENT_TYPE)
 

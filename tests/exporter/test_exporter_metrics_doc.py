@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from exporter.collectors import render, render_probe
+from exporter.collectors import render, render_pace, render_probe
 from exporter.collectors.text_format import text
 from exporter.connect.collector import render_connect
 from exporter.model.granularity import FULL
@@ -34,10 +34,10 @@ def probe_stats() -> ProbeStats:
 
 
 def served() -> Families:
-    """Every family from every recorded scenario, a collection with phase timings, a group the
-    exporter may not describe, a broker that could not answer for its log dirs and a partition
-    whose log start passed every committed offset, the probe both disabled and running, and the
-    recorded Connect cluster."""
+    """Every family from every recorded scenario, a collection with phase timings and its pace, a
+    group the exporter may not describe, a broker that could not answer for its log dirs and a
+    partition whose log start passed every committed offset, the probe both disabled and running,
+    and the recorded Connect cluster."""
     healthy = snapshot("healthy")
     hidden = replace(healthy.groups[0], denied=("groups",))
     timed = replace(
@@ -52,7 +52,7 @@ def served() -> Families:
         render(None),
     ]
     probe = ProbeCollector(probe_stats, lambda: "running", lambda: {1: True})
-    texts += [render_probe(None), text(probe.collect())]
+    texts += [render_probe(None), text(probe.collect()), render_pace(15, False)]
     texts.append(render_connect(recorded_reports()))
     return served_families(texts)
 

@@ -8,7 +8,7 @@ import json
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, generate_latest
 
-from exporter.collectors import exposition, probe_collector, render_probe
+from exporter.collectors import exposition, probe_collector, render_pace, render_probe
 from exporter.probe.runner import ProbeRunner, ProbeSettings
 from exporter.probe.tracker import LatencyTracker, ProbeStats
 from exporter.service import CollectionService
@@ -81,7 +81,8 @@ def test_probe_families_and_json_are_read_at_each_request() -> None:
             probe.round_trip(2, broker=2)
             probe.round_trip(3, broker=3)
             response = client.get("/metrics")
-            assert response.text == exposition(service.state, probe)
+            pace = render_pace(service.interval, service.overrunning)
+            assert response.text == exposition(service.state, probe) + pace
             found = samples(response.text)
             assert value(found, "vigia_probe_messages_total", broker="2", outcome="ok") == 4
             assert value(found, "vigia_probe_roundtrip_latency_seconds_count", broker="3") == 2

@@ -225,6 +225,32 @@ def test_one_log_line_when_a_phase_starts_failing_and_one_when_it_recovers(
     ]
 
 
+def test_a_collection_longer_than_the_interval_is_said_once_and_served(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good = snapshot("healthy")
+    pauses = [0.0, 0.3, 0.3, 0.0, 0.0]
+
+    def collect(timeout: float) -> ClusterSnapshot:
+        time.sleep(pauses.pop(0))
+        return good
+
+    service = CollectionService(collect, interval=0.2, timeout=5)
+    caplog.set_level(logging.INFO, logger="exporter.service")
+    with TestClient(create_app(service, manage_service=False)) as client:
+        seen = []
+        for _ in range(5):
+            service.collect_once()
+            found = samples(client.get("/metrics").text)
+            seen.append(value(found, "vigia_exporter_collection_overrunning"))
+            assert value(found, "vigia_exporter_collection_interval_seconds") == 0.2
+    assert seen == [0, 1, 1, 0, 0]
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("a collection took 0.3 s, longer than the 0.2 s interval")
+    assert lines[1].startswith("collections fit in the 0.2 s interval again")
+
+
 def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
