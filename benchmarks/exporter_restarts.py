@@ -29,20 +29,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
 from common.logs import setup_logging
-from exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
+from tests.realstack.groups import commit_groups
 from tests.realstack.kafka_cluster import NODES, KafkaCluster
 from tests.realstack.process import LoggedProcess
 
@@ -95,27 +94,13 @@ def seed(bootstrap: str, topics: list[str], groups: int) -> None:
         [NewTopic(t, PARTITIONS, 3) for t in topics], request_timeout=120
     ).values():
         future.result(timeout=180)
-    pending = [f"drill-group-{n}" for n in range(groups)]
-    deadline = time.monotonic() + 300
-    # A fresh cluster's coordinators are still loading; librdkafka must never time these requests
-    # out itself (exporter/kafka/coordinator_requests.py: that aborts this process too).
-    while pending and time.monotonic() < deadline:
-        futures = {
-            group: admin.alter_consumer_group_offsets(
-                [
-                    ConsumerGroupTopicPartitions(
-                        group, [TopicPartition(topics[n % len(topics)], p, 1) for p in range(20)]
-                    )
-                ],
-                request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
-            )[group]
-            for n, group in enumerate(pending)
-        }
-        wait(futures.values(), timeout=120)
-        pending = [g for g, f in futures.items() if not f.done() or f.exception() is not None]
-        time.sleep(1)
-    if pending:
-        raise RuntimeError(f"{len(pending)} groups could not commit")
+    commit_groups(
+        admin,
+        {
+            f"drill-group-{n}": [TopicPartition(topics[n % len(topics)], p, 1) for p in range(20)]
+            for n in range(groups)
+        },
+    )
 
 
 def produce(bootstrap: str, topics: list[str], stop: threading.Event) -> None:

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
+from tests.realstack.groups import commit_groups
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.topics import create_topic
 
@@ -93,17 +93,14 @@ def seed(bootstrap: str, topics: int, groups: int) -> None:
     assert producer.flush(120) == 0
     if failed:
         raise RuntimeError(f"{len(failed)} messages not delivered, first: {failed[0]}")
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    commits = {}
     for g in range(groups):
         two = [names[(2 * g) % topics], names[(2 * g + 1) % topics]]
         offset = 1 + g % (PER_PARTITION - 1)
-        group = f"lagging-group-{g}"
-        commit = [TopicPartition(t, p, offset) for t in two for p in range(PARTITIONS)]
-        # librdkafka must never time these out itself (exporter/kafka/coordinator_requests.py).
-        admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group, commit)],
-            request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
-        )[group].result(timeout=120)
+        commits[f"lagging-group-{g}"] = [
+            TopicPartition(t, p, offset) for t in two for p in range(PARTITIONS)
+        ]
+    commit_groups(AdminClient({"bootstrap.servers": bootstrap}), commits)
 
 
 def main() -> None:

@@ -25,13 +25,14 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from common.kafka_config import ENV_VAR
 from exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
+from tests.realstack.groups import commit_groups
 from tests.realstack.targets import BrokerControl, SecuredTarget
 from tests.realstack.topics import create_topic
 
@@ -83,22 +84,9 @@ def groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
     topic = f"vigia-it-{uuid.uuid4().hex[:8]}"
     create_topic(real_kafka_bootstrap, topic, PARTITIONS, replication=3)
     names = [f"{topic}-g{n}" for n in range(GROUPS)]
-    # librdkafka must never time group requests out itself: that aborts the process
-    # (exporter/kafka/coordinator_requests.py); the waits are bounded here instead.
-    committed = [TopicPartition(topic, p, 0) for p in range(3)]
-    pending = names
-    deadline = time.monotonic() + DEADLINE
-    while pending and time.monotonic() < deadline:  # coordinators of a new cluster still load
-        futures = {
-            name: admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(name, committed)],
-                request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
-            )[name]
-            for name in pending
-        }
-        wait(futures.values(), timeout=60)
-        pending = [n for n, f in futures.items() if not f.done() or f.exception() is not None]
-    assert not pending, f"{len(pending)} groups could not commit"
+    commit_groups(
+        admin, {name: [TopicPartition(topic, p, 0) for p in range(3)] for name in names}, DEADLINE
+    )
     try:
         yield names
     finally:
