@@ -150,14 +150,15 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
     "--group-offsets-granularity": (
         "VIGIA_EXPORTER_GROUP_OFFSETS_GRANULARITY",
         DEFAULT.group_offsets,
-        "partition: kafka_consumergroup_current_offset and _lag per partition; "
-        "topic: only their per-topic sums",
+        "partition: kafka_consumergroup_current_offset and _lag per partition, as kafka_exporter "
+        "serves them (community boards such as Grafana 7589 read them); topic: only their "
+        "per-topic sums",
     ),
     "--group-lag-granularity": (
         "VIGIA_EXPORTER_GROUP_LAG_GRANULARITY",
         DEFAULT.group_lag,
-        "partition: kafka_consumergroup_lag_seconds and _partition_status per partition; "
-        "topic: only the per-topic maximum and status",
+        "partition: kafka_consumergroup_lag_seconds and _partition_status per partition, and "
+        "_lag_seconds_partitions per method; topic: only the per-topic maximum and status",
     ),
     "--replica-series": (
         "VIGIA_EXPORTER_REPLICA_SERIES",

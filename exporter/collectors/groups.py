@@ -53,7 +53,9 @@ class ConsumerGroupCollector(StateCollector):
             if item.lag is not None:
                 lag_sums[key] = lag_sums.get(key, 0) + item.lag
         # A live member owns it but nothing is committed: its whole backlog is lag (docs/lag.md).
-        uncommitted: dict[tuple[str, str], int] = dict.fromkeys(offset_sums, 0)
+        # Counted only where there are some: a 0 for every group-topic was one series per group
+        # spent on the usual case (issue 24).
+        uncommitted: dict[tuple[str, str], int] = {}
         for u in state.uncommitted:
             key = (u.group, u.topic)
             uncommitted[key] = uncommitted.get(key, 0) + 1
@@ -72,7 +74,8 @@ class ConsumerGroupCollector(StateCollector):
         yield gauge(
             "kafka_consumergroup_uncommitted_partitions",
             "Partitions of a topic the group consumes without a committed offset; those a live "
-            "member owns count their whole backlog in kafka_consumergroup_lag.",
+            "member owns count their whole backlog in kafka_consumergroup_lag. No series when "
+            "every partition is committed.",
             _GT,
             uncommitted,
         )

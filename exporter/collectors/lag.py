@@ -37,13 +37,15 @@ class LagCollector(StateCollector):
             _GT,
             state.max_lag_seconds,
         )
-        yield gauge(
-            "kafka_consumergroup_lag_seconds_partitions",
-            METHODS_HELP,
-            ["consumergroup", "method"],
-            state.lag_method_counts,
-        )
         if self._per_partition:
+            # How the per-partition values above were had; by default /api/v1/cluster says it per
+            # group-topic (max_lag_seconds_method), which costs no series (issue 24).
+            yield gauge(
+                "kafka_consumergroup_lag_seconds_partitions",
+                METHODS_HELP,
+                ["consumergroup", "method"],
+                state.lag_method_counts,
+            )
             yield gauge(
                 "kafka_consumergroup_partition_status",
                 PARTITION_STATUS_HELP,

@@ -38,10 +38,9 @@ INTERPOLATED: Final = "interpolated"
 EXTRAPOLATED: Final = "extrapolated"
 CAUGHT_UP: Final = "caught_up"
 Method = Literal["record", "interpolated", "extrapolated", "caught_up"]
-# The methods counted per group by kafka_consumergroup_lag_seconds_partitions; "unknown" is a
-# partition with lag and no value.
+# What kafka_consumergroup_lag_seconds_partitions counts beside the methods of lagging
+# partitions (record, interpolated, extrapolated): a partition with lag and no value.
 UNKNOWN: Final = "unknown"
-COUNTED_METHODS = (RECORD, INTERPOLATED, EXTRAPOLATED, UNKNOWN)
 
 TPO = tuple[str, int, int]  # (topic, partition, committed offset)
 GTP = tuple[str, str, int]  # (group, topic, partition)
@@ -57,7 +56,8 @@ RESPONSE_BYTES = 1024 * 1024
 METHODS_HELP = (
     "Partitions of the group with lag, by the method that produced their "
     "kafka_consumergroup_lag_seconds: record (timestamp of the oldest unconsumed record), "
-    "interpolated or extrapolated (exporter's offset history), unknown (no value)."
+    "interpolated or extrapolated (exporter's offset history), unknown (no value); no series "
+    "for a method no partition has."
 )
 
 
@@ -204,12 +204,10 @@ def combine(
     return age, RECORD
 
 
-def method_counts(
-    groups: Iterable[str], lagging: Iterable[GTP], methods: Mapping[GTP, str]
-) -> dict[tuple[str, str], int]:
-    """(group, method) → partitions with lag; every counted method of every group in `groups`
-    (those with committed offsets) is present, 0 included."""
-    counts = {(group, method): 0 for group in groups for method in COUNTED_METHODS}
+def method_counts(lagging: Iterable[GTP], methods: Mapping[GTP, str]) -> dict[tuple[str, str], int]:
+    """(group, method) → partitions with lag, for the methods that have some: of the 4 counts a
+    group could have, most are 0 (issue 24: 4 series per group, 3 of them zero)."""
+    counts: dict[tuple[str, str], int] = {}
     for group, topic, partition in lagging:
         method = methods.get((group, topic, partition), UNKNOWN)
         counts[(group, method)] = counts.get((group, method), 0) + 1

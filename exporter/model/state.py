@@ -163,7 +163,7 @@ class ExporterState:
     # From the history. A key is absent when its value is unknown (see docs/lag.md).
     lag_seconds: Mapping[GTP, float]
     # How each lag_seconds value was obtained (exporter/model/record_time.py), and per group the
-    # number of partitions with lag by method ("unknown": no value).
+    # number of partitions with lag by method ("unknown": no value), for the methods with some.
     lag_seconds_methods: Mapping[GTP, Method]
     lag_method_counts: Mapping[tuple[str, str], int]  # (group, method)
     max_lag_seconds: Mapping[tuple[str, str], float]  # (group, topic)
@@ -296,9 +296,7 @@ def derive(
         uncommitted=_uncommitted(snapshot),
         lag_seconds=_frozen(lag_seconds),
         lag_seconds_methods=_frozen(methods),
-        lag_method_counts=_frozen(
-            method_counts({g.group_id for g in snapshot.groups if g.committed}, lagging, methods)
-        ),
+        lag_method_counts=_frozen(method_counts(lagging, methods)),
         max_lag_seconds=_frozen(_max_lag_seconds(lagging, lag_seconds)),
         lag_status=_frozen(lag_status),
         group_status=_frozen(group_status),

@@ -35,15 +35,18 @@ def probe_stats() -> ProbeStats:
 
 def served() -> Families:
     """Every family from every recorded scenario, a collection with phase timings and its pace, a
-    group the exporter may not describe, a broker that could not answer for its log dirs and a
-    partition whose log start passed every committed offset, the probe both disabled and running,
-    and the recorded Connect cluster."""
+    group the exporter may not describe, a group that has not committed a partition it consumes, a
+    broker that could not answer for its log dirs and a partition whose log start passed every
+    committed offset, the probe both disabled and running, and the recorded Connect cluster."""
     healthy = snapshot("healthy")
     hidden = replace(healthy.groups[0], denied=("groups",))
+    first, *rest = healthy.groups[1:]
+    assert first.committed
+    uncommitted = replace(first, committed=first.committed[1:])
     timed = replace(
         healthy,
         durations=MappingProxyType({"metadata": 0.1, "total": 0.5}),
-        groups=(hidden, *healthy.groups[1:]),
+        groups=(hidden, uncommitted, *rest),
         log_dirs=(BrokerLogDirs(1, "UnknownBrokerIdError: 1", ()), *healthy.log_dirs[1:]),
         topics=tuple(_deleted_to_latest(t) if t.name == "measure" else t for t in healthy.topics),
     )

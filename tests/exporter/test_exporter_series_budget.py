@@ -51,6 +51,9 @@ class Counts:
     T_b: int = 0
     GP_m: int = 0
     GP_l: int = 0
+    # (group, topic) pairs with a partition not committed; (group, method) pairs with a partition.
+    GT_u: int = 0
+    GM: int = 0
 
 
 def counts(snap: ClusterSnapshot, state: ExporterState | None = None) -> Counts:
@@ -83,14 +86,15 @@ def _retention_counts(state: ExporterState) -> dict[str, int]:
         "T_b": len(view.outage_budgets),
         "GP_m": len(view.partition_margins),
         "GP_l": sum(loss.missing > 0 for loss in view.losses.values()),
+        "GT_u": len({(u.group, u.topic) for u in state.uncommitted}),
+        "GM": len(state.lag_method_counts),
     }
 
 
 def ours(c: Counts, g: Granularity) -> int:
     """docs/metrics.md's formula, steady state, probe running."""
-    # kafka_broker_up: B; kafka_consumergroup_uncommitted_partitions: GT; the synthetic
-    # snapshots know no capabilities (C = 0).
-    always = 9 * c.T + c.BT_r + c.BT_l + 10 * c.GT + 7 * c.G + 7 * c.B + 3 * c.D + 26
+    # kafka_broker_up: B; the synthetic snapshots know no capabilities (C = 0).
+    always = 9 * c.T + c.BT_r + c.BT_l + 9 * c.GT + c.GT_u + 3 * c.G + 7 * c.B + 3 * c.D + 26
     retention = 2 * c.GT_m + c.GT_d + c.T_b + c.GP_l
     probe = 52 * c.B + 1
     detail = {Replicas.ALL: 3 * c.R, Replicas.OUT_OF_SYNC: 3 * c.R_o, Replicas.OFF: 0}
@@ -101,7 +105,7 @@ def ours(c: Counts, g: Granularity) -> int:
         + (2 * c.P if g.topic_offsets is Level.PARTITION else 0)
         + (7 * c.P if g.partition_state is Level.PARTITION else 0)
         + (2 * c.GP if g.group_offsets is Level.PARTITION else 0)
-        + (2 * c.GP + c.GP_m if g.group_lag is Level.PARTITION else 0)
+        + (2 * c.GP + c.GP_m + c.GM if g.group_lag is Level.PARTITION else 0)
         + detail[g.replicas]
     )
 

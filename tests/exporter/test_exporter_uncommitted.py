@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from exporter.collectors import render
+from exporter.model.granularity import FULL
 from exporter.model.snapshot import ClusterSnapshot
 from exporter.model.state import UncommittedPartition, derive
 from exporter.web import api
@@ -45,14 +46,14 @@ def _lag_sum(found: dict, group: str) -> float | None:  # type: ignore[type-arg]
 
 def test_a_partition_a_live_member_owns_counts_its_whole_backlog() -> None:
     recorded = snapshot("healthy")
-    before = samples(render(derive(None, recorded)))
+    before = samples(render(derive(None, recorded), FULL))
     earliest, latest = _measure(recorded, UNCOMMITTED)
     changed = _without_commit(recorded, "billing", UNCOMMITTED)
     state = derive(None, changed)
     assert state.uncommitted == (
         UncommittedPartition("billing", "measure", UNCOMMITTED, True, latest - earliest),
     )
-    found = samples(render(state))
+    found = samples(render(state, FULL))
     labels = {"consumergroup": "billing", "topic": "measure"}
     committed_lag = value(before, "kafka_consumergroup_lag", partition=str(UNCOMMITTED), **labels)
     assert committed_lag is not None
@@ -70,9 +71,9 @@ def test_a_partition_a_live_member_owns_counts_its_whole_backlog() -> None:
 
 def test_a_partition_without_a_live_member_is_reported_separately() -> None:
     recorded = snapshot("healthy")
-    before = samples(render(derive(None, recorded)))
+    before = samples(render(derive(None, recorded), FULL))
     changed = _without_commit(recorded, "vigia-ingest", UNCOMMITTED)
-    found = samples(render(derive(None, changed)))
+    found = samples(render(derive(None, changed), FULL))
     labels = {"consumergroup": "vigia-ingest", "topic": "measure"}
     committed_lag = value(before, "kafka_consumergroup_lag", partition=str(UNCOMMITTED), **labels)
     assert committed_lag is not None
@@ -82,19 +83,13 @@ def test_a_partition_without_a_live_member_is_reported_separately() -> None:
     assert value(found, "kafka_consumergroup_uncommitted_partitions", **labels) == 1
 
 
-def test_every_partition_committed_reports_zero_uncommitted_and_unknown_offsets_nothing() -> None:
+def test_every_partition_committed_reports_no_uncommitted_and_unknown_offsets_nothing() -> None:
     state = derive(None, snapshot("healthy"))
     assert state.uncommitted == ()
     found = samples(render(state))
-    assert (
-        value(
-            found,
-            "kafka_consumergroup_uncommitted_partitions",
-            consumergroup="billing",
-            topic="measure",
-        )
-        == 0
-    )
+    assert not [name for name, _ in found if name == "kafka_consumergroup_uncommitted_partitions"]
+    (group,) = [g for g in api.cluster_json(state)["groups"] if g["group_id"] == "billing"]
+    assert group["topics"][0]["uncommitted_partitions"] == 0
     # Committed offsets unread (OffsetFetch failed): nothing can be said about what is missing.
     failed = replace(
         snapshot("healthy"),

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from exporter.kafka.record_times import RecordTimeReader
+from exporter.model.granularity import FULL
 from exporter.model.lag_seconds import OffsetHistory
 from exporter.model.lag_status import GroupStatus, LagStatusTracker, Observation, PartitionStatus
 from exporter.model.record_time import RecordBudget
@@ -209,7 +210,7 @@ def test_record_times_in_a_recording_give_the_age_from_the_first_collection(tmp_
         path = tmp_path / f"{scenario}.json"
         path.write_text(json.dumps(data))
         paths.append(path)
-    for item in replay(paths):
+    for item in replay(paths, granularity=FULL):
         group = api_groups(item)["verify-group"]
         for p in group["partitions"]:
             assert p["lag_seconds_method"] == "record"

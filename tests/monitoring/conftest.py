@@ -1,6 +1,7 @@
 """Session fixtures: a real Alertmanager routing to a loopback receiver, and a real Prometheus
 holding two hours of history backfilled from the exporter's, the brokers' and the ingest job's real
-output (tests/monitoring/history.py), recording rules included."""
+output (tests/monitoring/history.py), recording rules included; and one holding the exporter alone,
+run with kafka_exporter's per-partition group series, for kafka_exporter's community board."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 import yaml
 
+from exporter.model.granularity import DEFAULT, Level
 from tests.conftest import free_port
 from tests.monitoring import boards
 from tests.monitoring.community_7589 import QUERIES as COMMUNITY_QUERIES
-from tests.monitoring.history import History, write_history
+from tests.monitoring.history import History, write_exporter_history, write_history
 from tests.monitoring.promql import metric_name, selectors
 from tests.monitoring.servers import (
     RULE_FILES,
@@ -155,6 +157,38 @@ def backfilled(
         "two self-scrapes of Prometheus and Alertmanager",
     )
     yield Backfilled(api, history)
+    server.stop()
+
+
+# Community boards made for kafka_exporter (Grafana 7589) read its per-partition group series,
+# which Vigía's exporter serves on request only: an exporter run with them, alone.
+COMMUNITY_GRANULARITY = replace(DEFAULT, group_offsets=Level.PARTITION)
+COMMUNITY_HISTORY_SECONDS = WARMUP + 10 * 60
+
+
+@pytest.fixture(scope="session")
+def backfilled_community(
+    binaries: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Backfilled]:
+    assert PROMTOOL is not None
+    work = tmp_path_factory.mktemp("backfill-community")
+    end = time.time() - 60
+    history = write_exporter_history(
+        work / "history.om",
+        work / "recordings",
+        end - COMMUNITY_HISTORY_SECONDS,
+        end,
+        COMMUNITY_GRANULARITY,
+    )
+    data = work / "data"
+    result = run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(work / "history.om"), str(data)]
+    )
+    assert result.returncode == 0, result.stderr
+    port = free_port()
+    config = derived_prometheus_config(work, {"prometheus": [f"127.0.0.1:{port}"]}, [])
+    server = start_prometheus(config, data, work / "prometheus.log", port)
+    yield Backfilled(PromAPI(server.url), history)
     server.stop()
 
 

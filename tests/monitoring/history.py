@@ -34,6 +34,7 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from exporter.model.granularity import DEFAULT, Granularity
 from exporter.recording import replay
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 
@@ -276,10 +277,15 @@ class ConsumingGroups:
 
 
 def exporter_collections(
-    recordings: Recordings, start: float, end: float, workdir: Path
+    recordings: Recordings,
+    start: float,
+    end: float,
+    workdir: Path,
+    granularity: Granularity = DEFAULT,
 ) -> list[tuple[float, str, list[Sample]]]:
     """(collected_at, scenario, samples) of a collection every 15 s, through the real exporter
-    pipeline (`exporter.recording.replay`, fed the states as successive collections)."""
+    pipeline (`exporter.recording.replay`, fed the states as successive collections), served at
+    `granularity`."""
     workdir.mkdir(parents=True, exist_ok=True)
     paths, scenarios = [], []
     commits = ConsumingGroups(recordings)
@@ -295,7 +301,7 @@ def exporter_collections(
     # families come from ProbeFeed, as a running probe's would.
     return [
         (r.collected_at, scenario, [s for s in parse_exposition(r.exposition) if not probe(s)])
-        for r, scenario in zip(replay(paths), scenarios, strict=True)
+        for r, scenario in zip(replay(paths, granularity=granularity), scenarios, strict=True)
     ]
 
 
@@ -500,6 +506,20 @@ def write_history(
                 if target != EXPORTER:
                     writer.up(target, t, 1)
                 writer.write(target, samples, t)
+        writer.close()
+    return History(start=start, end=end, samples=writer.samples)
+
+
+def write_exporter_history(
+    out: Path, workdir: Path, start: float, end: float, granularity: Granularity
+) -> History:
+    """Writes [start, end] of the exporter alone, at `granularity`, as OpenMetrics into `out`."""
+    collections = exporter_collections(load_recordings(), start, end, workdir, granularity)
+    with out.open("w", encoding="utf-8") as handle:
+        writer = OpenMetricsWriter(handle)
+        for t, _, exposition in collections:
+            writer.up(EXPORTER, t, 1)
+            writer.write(EXPORTER, exposition, t)
         writer.close()
     return History(start=start, end=end, samples=writer.samples)
 
