@@ -76,11 +76,14 @@ LAG = row(
         description="Seconds until Kafka may delete the group's oldest unread message "
         "(a lower bound). A group is at risk when catching up takes longer.",
     ),
+    # Per partition with --group-offsets-granularity=partition, else per topic.
     timeseries(
-        "Lag per partition (messages)",
+        "Lag per partition or topic (messages)",
         q(
-            f"max by (consumergroup, topic, partition) (kafka_consumergroup_lag{{{CGT}}})",
-            "{{consumergroup}} {{topic}}-{{partition}}",
+            "max by (consumergroup, topic, partition) "
+            f"(kafka_consumergroup_lag{{{CGT}}}) or on (consumergroup, topic) "
+            f"max by (consumergroup, topic) (kafka_consumergroup_lag_sum{{{CGT}}})",
+            "{{consumergroup}} {{topic}} {{partition}}",
         ),
         width=8,
     ),

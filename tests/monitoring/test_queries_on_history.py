@@ -87,24 +87,9 @@ def test_board_variables_offer_values(backfilled: Backfilled, variable: boards.V
     assert expected <= set(values), values
 
 
-# Board queries of a per-partition family the exporter serves only on request
-# (--group-offsets-granularity partition, issue 24), without the per-topic fallback the other
-# per-partition panels have: empty at the default granularity until the board gets one.
-WITHOUT_FALLBACK = {"vigia-consumers#9A Lag per partition (messages)"}
-BOARD_TARGETS = [
-    pytest.param(
-        t,
-        marks=pytest.mark.xfail(
-            strict=True, reason="needs `or` the per-topic kafka_consumergroup_lag_sum"
-        ),
-    )
-    if t.id in WITHOUT_FALLBACK
-    else t
-    for t in boards.targets()
-]
 
 
-@pytest.mark.parametrize("target", BOARD_TARGETS, ids=lambda t: t.id)
+@pytest.mark.parametrize("target", boards.targets(), ids=lambda t: t.id)
 def test_board_queries_return_data(backfilled: Backfilled, target: boards.Target) -> None:
     expr = boards.substitute(
         target.expr,
