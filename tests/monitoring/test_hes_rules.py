@@ -3,17 +3,24 @@ recorded connectors (`hes-measure`, `hes-broken`, Debezium server `cdc`) exists 
 with those labels, and carries only values recorded for it: the worker's JMX scrapes for
 `debezium_mysql_*` / `kafka_connect_task_status`, the exporter's output on the recorded REST
 answers for its Connect families. Absent samples (`_`, `stale`) only where a recorded state lacks
-the series.
+the series. `kafka_connect_connector_stalled` also depends on the flow verdict, which the
+recordings do not hold (the HES was down or idle): its values are the exporter's output on each
+recorded answer beside every verdict, and with the worker not answering after it.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 
 import yaml
 
 from exporter.connect.collector import render_connect
+from exporter.connect.model import ConnectView
+from exporter.connect.stall import Pipeline
+from exporter.connect.watcher import next_report
+from exporter.model.pipeline_flow import FLOW_STATES, Flow
 from tests.connect.recorded import FIXTURES, STATES
 from tests.connect.test_connect_model import recorded_reports
 from tests.monitoring.history import parse_exposition
@@ -63,6 +70,13 @@ def recorded() -> dict[Key, set[float | str]]:
     for key in set().union(*per_state):
         for state in per_state:
             values[key].add(state.get(key, ABSENT))
+    for report in recorded_reports():
+        down = next_report(report, ConnectView("connect", "http://c", 0, error="timed out"))
+        for verdict, seen in itertools.product(FLOW_STATES, (report, down)):
+            pipeline = Pipeline("hes-measure", Flow(verdict, 0))
+            for s in parse_exposition(render_connect([seen], pipeline)):
+                if s.name == "kafka_connect_connector_stalled":
+                    values[_key(s.name, _labels(s.labels))].add(s.value)
     return values
 
 
