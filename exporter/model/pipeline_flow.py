@@ -21,8 +21,10 @@ records happen to be older rows (a backfill written last): a HES that writes not
 to move, and nothing is stalled.
 
 The verdict is only as good as "anything on the topic is the connector's": another producer on
-the topic hides a stall. Looks that could not read the HES or the topic change nothing but the
-state (`unknown`): the end offsets only grow, so the next complete look still compares correctly.
+the topic hides a stall. A look that could not read the HES or the topic judges nothing: a stall
+stands (nothing showed a row moving, and a verdict that blinks would resolve and re-send the
+page), anything else becomes `unknown`; the end offsets only grow, so the next complete look
+still compares with the last one correctly.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def next_flow(previous: Flow | None, look: SourceLook, stall_after: float) -> Fl
     if look.hes is None or end is None:
         if previous is None:
             return Flow(UNKNOWN, look.checked_at)
-        return replace(previous, state=UNKNOWN, checked_at=look.checked_at)
+        state = STALLED if previous.state == STALLED else UNKNOWN
+        return replace(previous, state=state, checked_at=look.checked_at)
     hes = look.hes.newest_row_timestamp
     if previous is None or previous.end_offsets is None:
         return Flow(UNKNOWN, look.checked_at, end, hes)

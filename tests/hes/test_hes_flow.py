@@ -131,24 +131,31 @@ def test_a_stall_in_a_quiet_spell_is_seen_when_the_hes_writes_again() -> None:
     assert seen.checked_at - wrote <= LOOK + STALL_AFTER
 
 
-def test_looks_that_cannot_read_are_unknown_and_keep_the_evidence() -> None:
-    """The HES or Kafka unreachable for a look: no verdict then, and the comparison resumes
-    across the gap (end offsets only grow: unchanged means nothing arrived meanwhile)."""
+def test_looks_that_cannot_read_judge_nothing_and_keep_the_evidence() -> None:
+    """The HES or Kafka unreachable for a look: a stall stands (no row was seen moving), anything
+    else is unknown, and the comparison resumes across the gap (end offsets only grow: unchanged
+    means nothing arrived meanwhile)."""
     world = World()
     source = watcher(world)
     run(world, source, 2 * 60)
+    world.kafka_up = False
+    assert run(world, source, LOOK)[-1].state == UNKNOWN
+    world.kafka_up = True
+    assert run(world, source, LOOK)[-1].state == MOVING
     world.connector = False
     stalled = run(world, source, 2 * 60)[-1]
     assert stalled.state == STALLED
     world.kafka_up = False
     gap = run(world, source, LOOK)[-1]
-    assert gap.state == UNKNOWN and gap.pending_since == stalled.pending_since
+    assert gap.state == STALLED and gap.pending_since == stalled.pending_since
     world.kafka_up = True
     world.hes_up = False
-    assert run(world, source, LOOK)[-1].state == UNKNOWN
+    assert run(world, source, 5 * 60)[-1].state == STALLED
     world.hes_up = True
     again = run(world, source, LOOK)[-1]
     assert again.state == STALLED and again.pending_since == stalled.pending_since
+    world.connector = True
+    assert run(world, source, LOOK)[-1].state == MOVING
 
 
 def test_rows_that_reached_the_topic_end_a_pending_spell_even_without_new_offsets() -> None:
