@@ -134,20 +134,25 @@ def _size(text: str) -> int:
 
 def test_connect_logs_are_bounded_while_kafka_is_down() -> None:
     """Issue 23: with Kafka unreachable the worker logged about 1 MB every 30 s ("Rebootstrapping
-    with ..."). Its log config (docker/connect/connect-log4j2.yaml) writes to the console alone,
-    which compose rotates, and keeps the clients' reconnect chatter at WARN."""
+    with ..."). Its log config (docker/connect/connect-log4j2.properties) writes to the console
+    alone, which compose rotates, and keeps the clients' reconnect chatter at WARN."""
     connect = SERVICES["connect"]
     option = connect["environment"]["KAFKA_LOG4J_OPTS"]
     assert option.startswith("-Dlog4j2.configurationFile=")
-    config = yaml.safe_load(_mounted("connect", option.split("=", 1)[1]).read_text())[
-        "Configuration"
-    ]
-    appenders = config["Appenders"]
-    assert set(appenders) == {"Console"}, "a file appender nothing rotates away"
-    root = config["Loggers"]["Root"]
-    assert root["level"] == "INFO"
-    assert [ref["ref"] for ref in root["AppenderRef"]] == [appenders["Console"]["name"]]
-    levels = {logger["name"]: logger["level"] for logger in config["Loggers"]["Logger"]}
+    config = _properties(_mounted("connect", option.split("=", 1)[1]))
+    config = {k.strip(): v.strip() for k, v in config.items()}
+    appenders = {k.split(".")[1] for k in config if k.startswith("appender.")}
+    assert {config[f"appender.{a}.type"] for a in appenders} == {"Console"}, (
+        "a file nothing rotates"
+    )
+    assert config["rootLogger.level"] == "INFO"
+    refs = {v for k, v in config.items() if k.startswith("rootLogger.appenderRef.")}
+    assert refs == {config[f"appender.{a}.name"] for a in appenders}
+    levels = {
+        config[k]: config[k.removesuffix(".name") + ".level"]
+        for k in config
+        if k.startswith("logger.") and k.endswith(".name")
+    }
     for chatty in (
         "org.apache.kafka.clients.Metadata",  # "Rebootstrapping with ..." at INFO
         "org.apache.kafka.clients.admin.internals.AdminMetadataManager",  # the admin client's
