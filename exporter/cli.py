@@ -123,11 +123,14 @@ def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
     if settings.hes is None:
         return None
     log.info(
-        "watching the HES at %s and topic %s every %g s (day rows every %g s)",
+        "watching the HES at %s and topic %s every %g s (day rows every %g s; connector %s "
+        "stalled after %g s without a record while the HES writes)",
         settings.hes.redacted(),
         settings.topic,
         settings.interval,
         settings.count_interval,
+        settings.connector,
+        settings.stall_after,
     )
     return SourceWatcher(
         HesAdapter(settings.hes, config.collection_timeout),
@@ -138,6 +141,8 @@ def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
         config.collection_timeout,
         group=settings.group,
         count_interval=settings.count_interval,
+        connector=settings.connector,
+        stall_after=settings.stall_after,
     )
 
 

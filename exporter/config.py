@@ -18,6 +18,7 @@ from common.kafka_config import KafkaOptionError, merged
 from exporter.model.filters import Filters, NameFilter
 from exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
 from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from exporter.model.pipeline_flow import DEFAULT_STALL_AFTER
 from exporter.model.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
 from exporter.model.retention import DEFAULT_FLOOR_SECONDS, DEFAULT_WINDOW_SECONDS
 from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
@@ -44,10 +45,12 @@ class SourceSettings:
     """The HES leg: the source database (--hes-dsn) and the pipeline the hops are measured on."""
 
     hes: Dsn | None = None
-    interval: float = 60.0
+    interval: float = 15.0
     count_interval: float = 300.0
     group: str = "vigia-ingest"
     topic: str = "measure"
+    connector: str = "hes-measure"
+    stall_after: float = DEFAULT_STALL_AFTER
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +183,9 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
     ),
     "--hes-interval": (
         "VIGIA_EXPORTER_HES_INTERVAL",
-        "60",
-        "seconds between two looks at the HES and the pipeline topic's newest records",
+        "15",
+        "seconds between two looks at the HES's newest row and the pipeline topic's tail (a "
+        "stall is seen one look after the HES wrote rows the topic lacks, plus --stall-after)",
     ),
     "--hes-count-interval": (
         "VIGIA_EXPORTER_HES_COUNT_INTERVAL",
@@ -198,6 +202,18 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "VIGIA_EXPORTER_PIPELINE_TOPIC",
         "measure",
         "the topic the HES rows arrive on, for the hes_to_kafka hop",
+    ),
+    "--pipeline-connector": (
+        "VIGIA_EXPORTER_PIPELINE_CONNECTOR",
+        "hes-measure",
+        "the Kafka Connect connector that writes the HES rows to --pipeline-topic: a stall of the "
+        "flow (rows in the HES the topic lacks, and nothing reaching it) is laid to it",
+    ),
+    "--stall-after": (
+        "VIGIA_EXPORTER_STALL_AFTER",
+        f"{DEFAULT_STALL_AFTER:g}",
+        "seconds rows the HES wrote may wait without any record reaching --pipeline-topic "
+        "before the flow counts as stalled",
     ),
     "--probe-deadline": (
         "VIGIA_PROBE_DEADLINE",
@@ -281,6 +297,8 @@ def parse_config(
         count_interval=_positive(args.hes_count_interval, "--hes-count-interval"),
         group=args.pipeline_group,
         topic=args.pipeline_topic,
+        connector=args.pipeline_connector,
+        stall_after=_positive(args.stall_after, "--stall-after"),
     )
     granularity = Granularity(
         topic_offsets=_choice(Level, args.topic_offsets_granularity, "--topic-offsets-granularity"),

@@ -3,8 +3,9 @@ counts, freshness and state, and how far each hop is behind the one before.
 
 Prometheus holds every number (the exporter's `--hes-dsn` / `--connect-url` families, the Connect
 worker's JMX agent, the ingest job); the exporter's JSON adds the first line of a failed task's
-trace. Each hop gets a light: red where prometheus/rules/hes.yml or alerts.yml page, amber where
-they open a ticket or a threshold is half-way, grey when the hop reports nothing.
+trace and whether data is moving (its flow verdict and each source connector's stall cause,
+docs/metrics.md "Stalls"). Each hop gets a light: red where prometheus/rules/hes.yml or alerts.yml
+page, amber where they open a ticket or a threshold is half-way, grey when the hop reports nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def plan() -> Plan:
             "hes_connections": "max(mysql_global_status_threads_connected)",
             "workers": "min by (connect) (kafka_connect_worker_up)",
             "tasks": "max by (connector, task, state) (kafka_connect_task_state) == 1",
+            "stalled": "max by (connector, cause) (kafka_connect_connector_stalled) == 1",
             "connected": 'max by (server) (debezium_mysql_connected{context="streaming"})',
             "since_event": (
                 "max by (server) "
@@ -174,15 +176,23 @@ def connect_hop(ctx: PageContext) -> Hop:
     down = [s.labels.get("connect", "?") for s in workers if s.value == 0]
     failed = states.get("FAILED", 0)
     disconnected = [s.labels.get("server", "?") for s in connected if s.value == 0]
+    # A failed task has its own headline; the other causes are what REST alone does not show.
+    stalled = [
+        f"{s.labels.get('connector', '?')} ({s.labels.get('cause', '?')})"
+        for s in _vector(ctx.instant("stalled"))
+        if s.labels.get("cause") != "failed"
+    ]
     status = _worst(
         "grey" if not workers else ("red" if down else "green"),
-        "red" if failed else ("green" if states else "grey"),
+        "red" if failed or stalled else ("green" if states else "grey"),
         "red" if disconnected else ("green" if connected else "grey"),
     )
     if not workers and not states:
         headline = "no data"
     elif down:
         headline = f"worker down: {', '.join(down)}"
+    elif stalled:
+        headline = f"moves nothing: {', '.join(stalled)}"
     elif failed:
         headline = f"{failed} task{'s' if failed > 1 else ''} FAILED"
     elif disconnected:
@@ -206,11 +216,51 @@ def connect_hop(ctx: PageContext) -> Hop:
         headline,
         (
             ("tasks", tasks),
+            ("data moving", _flow_state(ctx.fetched.cluster)),
             ("binlog connected", debezium),
             ("since last event", fmt_seconds(since)),
             ("rows written/s", fmt_number(scalar(ctx.instant("written_rate")))),
         ),
     )
+
+
+def _flow(raw: Mapping[str, Any] | Unreachable | None) -> Mapping[str, Any]:
+    """The exporter's flow verdict (`source.flow`), empty without --hes-dsn or an answer."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return (raw.get("source") or {}).get("flow") or {}
+
+
+def _flow_state(raw: Mapping[str, Any] | Unreachable | None) -> str:
+    return str(_flow(raw).get("state") or "–")
+
+
+def stall_rows(raw: Mapping[str, Any] | Unreachable | None, now: float) -> list[list[str]]:
+    """(Connect, connector, data, cause, rows waiting for) of every source connector the exporter
+    judges (/api/v1/cluster `connect[].stalls`): the pipeline's connector shows the flow's state
+    (moving, idle, pending, …), the others only whether they are stalled (REST alone)."""
+    if not isinstance(raw, Mapping):
+        return []
+    flow = _flow(raw)
+    rows = []
+    for cluster in raw.get("connect") or ():
+        for stall in cluster.get("stalls") or ():
+            mine = stall.get("connector") == flow.get("connector")
+            if stall.get("stalled"):
+                data = "STALLED"
+            else:
+                data = str(flow.get("state") or "–") if mine else "not stalled"
+            pending = flow.get("pending_since") if mine else None
+            rows.append(
+                [
+                    str(cluster.get("connect")),
+                    str(stall.get("connector")),
+                    data,
+                    str(stall.get("cause") or "–"),
+                    fmt_seconds(now - pending) if pending is not None else "–",
+                ]
+            )
+    return rows
 
 
 def kafka_hop(ctx: PageContext) -> Hop:
@@ -328,7 +378,25 @@ def flow(items: Sequence[Hop]) -> html.Div:
     return html.Div(children, className="hops", id="pipeline-hops")
 
 
+def stall_note(raw: Mapping[str, Any] | Unreachable | None) -> str:
+    """How the exporter judges a stall, with its settings when it says them."""
+    source = (raw.get("source") if isinstance(raw, Mapping) else None) or {}
+    every = source.get("interval_seconds")
+    after = (source.get("flow") or {}).get("stall_after_seconds")
+    if every is None or after is None:
+        return (
+            "Without the exporter's watch of the HES (--hes-dsn) a connector is judged on "
+            "Connect's REST alone: only a FAILED or unassigned task is a stall."
+        )
+    return (
+        f"The exporter reads the HES's newest row and the topic's end offsets every {every:g} s: "
+        f"rows the topic lacks and no record reaching it for {after:g} s is a stall, whatever "
+        "Connect's REST says (runbook HesConnectorStalled: what to do for each cause)."
+    )
+
+
 def build(ctx: PageContext) -> list[Any]:
+    stalls = stall_rows(ctx.fetched.cluster, ctx.now)
     lag = matrix_traces(
         ctx.ranged("hop_lag"),
         lambda labels: labels.get("hop", "?").replace("_", " "),
@@ -350,6 +418,17 @@ def build(ctx: PageContext) -> list[Any]:
                         "A FAILED task stays failed until it is restarted through the REST API "
                         "(runbook HesConnectorFailed)."
                     ),
+                ),
+                card(
+                    "Is data moving from the HES to Kafka?",
+                    simple_table(
+                        ["Connect", "Connector", "Data", "Cause", "Rows waiting for"],
+                        stalls,
+                        id="connect-stalls",
+                        row_classes=["row-bad" if r[2] == "STALLED" else "" for r in stalls],
+                        empty="No source connector is watched (vigia-exporter --connect-url).",
+                    ),
+                    note(stall_note(ctx.fetched.cluster)),
                 ),
                 card(
                     "How far each hop is behind the one before",

@@ -2,8 +2,9 @@
 per connector; the reports are in memory, so a scrape never waits for a worker).
 
 State-set gauges: one series per state in `STATES` for each connector and task, 1 for the
-current state; a state Connect invents later gets its own series. Series per Connect cluster:
-1 + connectors × (8 + tasks × 7).
+current state; a state Connect invents later gets its own series; the stall family
+(`exporter.connect.stall`) has one series per cause for each source connector. Series per Connect
+cluster: 1 + connectors × (8 + tasks × 7) + source connectors × 4.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from prometheus_client.metrics_core import Metric
 from exporter.collectors.base import counter, gauge
 from exporter.collectors.text_format import text
 from exporter.connect.model import STATES
+from exporter.connect.stall import CAUSES, Pipeline, stalls
 from exporter.connect.watcher import ConnectReport
 
 Reports = Callable[[], Sequence[ConnectReport | None]]
@@ -28,8 +30,9 @@ def _states(current: str) -> dict[str, float]:
 
 
 class ConnectCollector:
-    def __init__(self, reports: Reports) -> None:
+    def __init__(self, reports: Reports, pipeline: Pipeline | None = None) -> None:
         self._reports = reports
+        self._pipeline = pipeline
 
     def collect(self) -> Iterator[Metric]:
         reports = [r for r in self._reports() if r is not None]
@@ -41,9 +44,13 @@ class ConnectCollector:
         tasks: dict[tuple[str, str], float] = {}
         config: dict[tuple[str, str, str, str, str], float] = {}
         restarts: dict[tuple[str, str, int], float] = {}
+        stalled: dict[tuple[str, str, str], float] = {}
         for report in reports:
             view = report.view
             up[view.connect] = 1.0 if view.up else 0.0
+            for name, why in stalls(report, self._pipeline).items():
+                for option in CAUSES:
+                    stalled[(view.connect, name, option)] = 1.0 if option == why else 0.0
             if not view.up:
                 continue
             for c in view.connectors:
@@ -94,6 +101,13 @@ class ConnectCollector:
             ["connect", "connector", "type", "class", "topic_prefix"],
             config,
         )
+        yield gauge(
+            "kafka_connect_connector_stalled",
+            "1 for the cause of a source connector's stall (it moves nothing while there is data "
+            "to move, or it failed), 0 for the other causes; all 0 when it is not stalled.",
+            ["connect", "connector", "cause"],
+            stalled,
+        )
         yield counter(
             "kafka_connect_task_restarts_seen",
             "Task restarts the exporter saw between two polls: into RESTARTING, out of FAILED, "
@@ -103,28 +117,36 @@ class ConnectCollector:
         )
 
 
-def render_connect(reports: Sequence[ConnectReport | None]) -> str:
+def render_connect(
+    reports: Sequence[ConnectReport | None], pipeline: Pipeline | None = None
+) -> str:
     """The Prometheus text of the Connect families for these reports."""
-    return text(ConnectCollector(lambda: reports).collect())
+    return text(ConnectCollector(lambda: reports, pipeline).collect())
 
 
 class CachedExposition:
-    """`render_connect` of the watchers' latest reports, rendered again only when a report changed
-    (a poll), not at every scrape: 100 connectors of 4 tasks are 3,601 series."""
+    """`render_connect` of the watchers' latest reports and the latest flow verdict, rendered
+    again only when one of them changed (a poll or a look), not at every scrape: 100 connectors
+    of 4 tasks are 4,001 series."""
 
     def __init__(self) -> None:
-        self._cached: tuple[tuple[ConnectReport | None, ...], bytes] = ((), b"")
+        self._cached: tuple[tuple[object, ...], bytes] = ((), b"")
 
-    def get(self, reports: Sequence[ConnectReport | None]) -> bytes:
+    def get(
+        self, reports: Sequence[ConnectReport | None], pipeline: Pipeline | None = None
+    ) -> bytes:
+        current = (*reports, pipeline.flow if pipeline else None)
         key, body = self._cached  # one read of one reference: no lock needed
-        if len(key) == len(reports) and all(a is b for a, b in zip(key, reports, strict=True)):
+        if len(key) == len(current) and all(a is b for a, b in zip(key, current, strict=True)):
             return body
-        body = render_connect(reports).encode("utf-8")
-        self._cached = (tuple(reports), body)
+        body = render_connect(reports, pipeline).encode("utf-8")
+        self._cached = (current, body)
         return body
 
 
-def connect_json(reports: Sequence[ConnectReport | None]) -> list[dict[str, Any]]:
+def connect_json(
+    reports: Sequence[ConnectReport | None], pipeline: Pipeline | None = None
+) -> list[dict[str, Any]]:
     """The `connect` section of /api/v1/cluster: one entry per Connect cluster (docs/api.md)."""
     out = []
     for report in reports:
@@ -161,6 +183,10 @@ def connect_json(reports: Sequence[ConnectReport | None]) -> list[dict[str, Any]
                         ],
                     }
                     for c in view.connectors
+                ],
+                "stalls": [
+                    {"connector": name, "stalled": why is not None, "cause": why}
+                    for name, why in stalls(report, pipeline).items()
                 ],
             }
         )

@@ -1,9 +1,10 @@
-"""The newest measure on the pipeline topic (I/O only): the last record of each partition.
+"""The pipeline topic's tail (I/O only): its end offsets and the last record of each partition.
 
 One assigned consumer, kept between rounds (never subscribes, never commits; its group id is a
 formality of the client): per round one ListOffsets per leader for the high watermarks and one
 fetch per partition at ``high − 1``, so the cost is one small record per partition whatever the
-topic's size. Used by `exporter.hes.watch.SourceWatcher` for the ``hes_to_kafka`` hop.
+topic's size. Used by `exporter.hes.watch.SourceWatcher` for the ``hes_to_kafka`` hop and the
+flow verdict (`exporter.model.pipeline_flow`), which needs the end offsets read in the same round.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from common.librdkafka_log import librdkafka_logger
-from exporter.model.pipeline_hops import measure_ts
+from exporter.model.pipeline_hops import TopicTailReading, measure_ts
 
 librdkafka_log = librdkafka_logger("exporter.librdkafka")
 
@@ -38,8 +39,8 @@ class TopicTail:
             logger=librdkafka_log,
         )
 
-    def newest_measure(self, timeout: float) -> float | None:
-        """Newest measure ts among the last records (None: the topic holds no measure)."""
+    def read(self, timeout: float) -> TopicTailReading:
+        """The summed high watermarks, and the newest measure ts among the last records."""
         deadline = time.monotonic() + timeout
         try:
             metadata = self._consumer.list_topics(self.topic, timeout=timeout)
@@ -48,17 +49,19 @@ class TopicTail:
                 why = "no such topic" if topic is None else topic.error
                 raise TopicTailError(f"topic {self.topic!r} is not readable: {why}")
             starts: list[TopicPartition] = []
+            end_offsets = 0
             for partition in sorted(topic.partitions):
                 low, high = self._consumer.get_watermark_offsets(
                     TopicPartition(self.topic, partition), timeout=_left(deadline), cached=False
                 )
+                end_offsets += high
                 if high > low:
                     starts.append(TopicPartition(self.topic, partition, high - 1))
             if not starts:
-                return None
+                return TopicTailReading(end_offsets, None)
             self._consumer.assign(starts)
             try:
-                return self._newest(len(starts), deadline)
+                return TopicTailReading(end_offsets, self._newest(len(starts), deadline))
             finally:
                 self._consumer.unassign()
         except KafkaException as exc:

@@ -42,8 +42,18 @@ class HesReading:
 
 
 @dataclass(frozen=True)
+class TopicTailReading:
+    """What one read of the topic's tail gave."""
+
+    end_offsets: int
+    """The high watermarks summed over the topic's partitions: it grows with every record."""
+    newest_measure: float | None
+    """Newest measure ts among the last records; None while the topic holds no measure."""
+
+
+@dataclass(frozen=True)
 class SourceLook:
-    """One round of watching the source: the HES, and the newest measure on the topic."""
+    """One round of watching the source: the HES, then the topic's tail (in that order)."""
 
     checked_at: float
     hes: HesReading | None
@@ -52,6 +62,8 @@ class SourceLook:
     topic_newest_measure: float | None = None
     """Newest measure ts among the topic's last records; None when unknown or the topic is empty."""
     topic_error: str | None = None
+    topic_end_offsets: int | None = None
+    """`TopicTailReading.end_offsets`, read after the HES; None when the tail was not read."""
 
     @property
     def hes_up(self) -> bool:

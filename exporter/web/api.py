@@ -14,6 +14,7 @@ from typing import Any
 
 from common.kafka_errors import kind_of
 from exporter.connect.collector import connect_json
+from exporter.connect.stall import Pipeline
 from exporter.connect.watcher import ConnectReport
 from exporter.hes.watch import SourceWatcher
 from exporter.model.pipeline_hops import hop_lags
@@ -39,7 +40,9 @@ def cluster_json(
         **state_json(state),
         SOURCE_KEY: source_json(source, state),
         PROBE_KEY: probe_json(probe),
-        CONNECT_KEY: connect_json(connect),
+        CONNECT_KEY: connect_json(
+            connect, None if source is None else Pipeline(source.connector, source.flow)
+        ),
     }
 
 
@@ -69,6 +72,21 @@ def source_json(source: SourceWatcher | None, state: ExporterState | None) -> di
         },
         "group": source.group,
         "hop_lag_seconds": hop_lags(look, store_lag),
+        "flow": flow_json(source),
+    }
+
+
+def flow_json(source: SourceWatcher) -> dict[str, Any]:
+    """Is data moving from the HES to the topic (exporter.model.pipeline_flow)?"""
+    flow = source.flow
+    return {
+        "connector": source.connector,
+        "stall_after_seconds": source.stall_after,
+        "state": flow.state if flow is not None else None,
+        "checked_at": flow.checked_at if flow is not None else None,
+        "topic_end_offsets": flow.end_offsets if flow is not None else None,
+        "moved_at": flow.moved_at if flow is not None else None,
+        "pending_since": flow.pending_since if flow is not None else None,
     }
 
 

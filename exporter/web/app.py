@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from exporter.collectors import render, render_pace, render_probe, render_source
 from exporter.collectors.text_format import CONTENT_TYPE
 from exporter.connect.collector import CachedExposition, connect_json
+from exporter.connect.stall import Pipeline
 from exporter.connect.watcher import ConnectWatcher
 from exporter.hes.watch import SourceWatcher
 from exporter.model.granularity import DEFAULT, Granularity
@@ -112,7 +113,7 @@ def create_app(
             + render_pace(service.interval, service.overrunning)
             + render_source(source, state)
         ).encode("utf-8")
-        connect_text = connect_exposition.get([w.report for w in connect])
+        connect_text = connect_exposition.get([w.report for w in connect], _pipeline(source))
         return Response(exposition.get(state) + live + connect_text, media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
@@ -137,7 +138,7 @@ def create_app(
             {
                 api.SOURCE_KEY: api.source_json(source, state),
                 api.PROBE_KEY: api.probe_json(service.probe),
-                api.CONNECT_KEY: connect_json([w.report for w in connect]),
+                api.CONNECT_KEY: connect_json([w.report for w in connect], _pipeline(source)),
             }
         )[1:]
         return Response(cluster.get(state) + b"," + section, media_type="application/json")
@@ -148,6 +149,11 @@ def create_app(
         return _landing(service.state, probe_status)
 
     return app
+
+
+def _pipeline(source: SourceWatcher | None) -> Pipeline | None:
+    """The flow verdict the Connect families judge the pipeline's connector on (--hes-dsn)."""
+    return None if source is None else Pipeline(source.connector, source.flow)
 
 
 def _json_bytes(document: dict[str, Any]) -> bytes:

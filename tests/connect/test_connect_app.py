@@ -20,6 +20,7 @@ from tests.connect.test_connect_model import DENIED, REFUSED
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot
+from tests.hes_world import LOOK, World, watcher
 
 
 @pytest.fixture
@@ -169,3 +170,50 @@ def test_connect_url_mistakes_are_one_line_errors(urls: list[str], reason: str) 
     argv = [a for u in urls for a in ("--connect-url", u)]
     with pytest.raises(ConfigError, match=reason):
         parse_config(argv, {})
+
+
+def test_issue_23s_stall_through_metrics_and_the_json(service: CollectionService) -> None:
+    """REST says RUNNING (recorded healthy) while nothing reaches the topic and the HES writes:
+    /metrics and /api/v1/cluster name hes-measure stalled, `silent`; `connect_down` once the
+    worker stops answering; nothing once rows move again."""
+    world = World()
+    source = watcher(world)
+    with recorded_connect("healthy") as worker:
+        connect = _watcher("connect", worker.url, timeout=1)
+        app = create_app(service, manage_service=False, connect=[connect], source=source)
+        with TestClient(app) as client:
+            service.collect_once()
+            connect.poll_once()
+
+            def looks(seconds: float) -> tuple[dict[str, float], dict[str, object]]:
+                for _ in range(int(seconds // LOOK)):
+                    world.tick(LOOK)
+                    source.watch_once()
+                found = samples(client.get("/metrics").text)
+                stalled = {
+                    k[1]["cause"]: v
+                    for k, v in found.items()
+                    if k[0] == "kafka_connect_connector_stalled"
+                    and k[1]["connector"] == "hes-measure"
+                }
+                return stalled, client.get("/api/v1/cluster").json()
+
+            stalled, document = looks(2 * 60)
+            assert set(stalled.values()) == {0} and document["source"]["flow"]["state"] == "moving"
+            world.connector = False
+            stalled, document = looks(60)
+            assert stalled == {"failed": 0, "unassigned": 0, "connect_down": 0, "silent": 1}
+            assert document["source"]["flow"]["state"] == "stalled"
+            assert {"connector": "hes-measure", "stalled": True, "cause": "silent"} in (
+                document["connect"][0]["stalls"]
+            )
+            worker.hang = True
+            connect.poll_once()
+            stalled, document = looks(LOOK)
+            assert stalled == {"failed": 0, "unassigned": 0, "connect_down": 1, "silent": 0}
+            assert document["connect"][0]["stalls"] == [
+                {"connector": "hes-measure", "stalled": True, "cause": "connect_down"}
+            ]
+            world.connector = True
+            stalled, document = looks(LOOK)
+            assert set(stalled.values()) == {0}

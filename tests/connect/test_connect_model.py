@@ -89,8 +89,8 @@ def test_state_sets_serve_one_series_per_state_with_1_for_the_current(state: str
             == 1
         )
     assert value(found, "kafka_connect_worker_up", connect="connect") == 1
-    # 1 + connectors × (8 + tasks × 7), as the collector's docstring says.
-    assert len(found) == 1 + 2 * (8 + 1 * 7)
+    # 1 + connectors × (8 + tasks × 7) + source connectors × 4, as the collector's docstring says.
+    assert len(found) == 1 + 2 * (8 + 1 * 7) + 2 * 4
 
 
 def test_the_failed_tasks_first_trace_line_is_the_exception_and_its_message() -> None:

@@ -1,6 +1,7 @@
 """The pipeline page's hops, on the recorded Kafka Connect + Debezium states: the exporter's
-Connect families (its real collector on the recorded REST answers), the worker's recorded JMX
-scrape and the exporter's JSON `connect` section, as Prometheus and the exporter return them."""
+Connect families (its real collector on the recorded REST answers, beside a flow verdict), the
+worker's recorded JMX scrape and the exporter's JSON `connect` and `source.flow` sections, as
+Prometheus and the exporter return them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from dashboard.pages import PAGE_BY_PATH
 from dashboard.views import pipeline
 from dashboard.views.common import PageContext
 from exporter.connect.collector import connect_json, render_connect
+from exporter.connect.stall import Pipeline
+from exporter.model.pipeline_flow import IDLE, MOVING, STALLED, Flow
 from tests.connect.recorded import FIXTURES, STATES
 from tests.connect.test_connect_model import DENIED, REFUSED, recorded_reports
 from tests.exporter.exposition import samples
@@ -32,9 +35,17 @@ def _jmx(state: str, name: str) -> list[Sample]:
     ]
 
 
-def context(state: str) -> PageContext:
-    """What the page's queries return for a recorded state (a healthy rest of the pipeline)."""
-    exporter = samples(render_connect([REPORTS[state]]))
+def pipeline_flow(verdict: str) -> Pipeline:
+    """The source watch's verdict: rows waiting since 45 s ago when stalled."""
+    pending = NOW - 45 if verdict == STALLED else None
+    return Pipeline("hes-measure", Flow(verdict, NOW, 118_310, NOW - 20, NOW - 60, pending))
+
+
+def context(state: str, verdict: str = MOVING) -> PageContext:
+    """What the page's queries return for a recorded state (a healthy rest of the pipeline),
+    beside the exporter's flow verdict."""
+    flow = pipeline_flow(verdict)
+    exporter = samples(render_connect([REPORTS[state]], flow))
     tasks = [
         Sample(
             {
@@ -47,6 +58,11 @@ def context(state: str) -> PageContext:
         for (name, lab), v in exporter.items()
         if name == "kafka_connect_task_state" and v == 1
     ]
+    stalled = [
+        Sample({"connector": dict(lab)["connector"], "cause": dict(lab)["cause"]}, 1.0)
+        for (name, lab), v in exporter.items()
+        if name == "kafka_connect_connector_stalled" and v == 1
+    ]
     db_up = state in ("healthy", "task-failed-db-back", "recovered")
     one = lambda v: [Sample({}, v)]  # noqa: E731
     instant = {
@@ -55,6 +71,7 @@ def context(state: str) -> PageContext:
         "hes_days": [Sample({"measure_date": "2026-11-24"}, 119310.0)],
         "workers": [Sample({"connect": "connect"}, 1.0)],
         "tasks": tasks,
+        "stalled": stalled,
         "connected": _jmx(state, "debezium_mysql_connected"),
         "since_event": [
             Sample(s.labels, (s.value or 0) / 1000)
@@ -66,7 +83,18 @@ def context(state: str) -> PageContext:
         "ingest_backlog": one(30.0),
         "store_age": one(60.0),
     }
-    cluster = {"connect": json.loads(json.dumps(connect_json([REPORTS[state]])))}
+    assert flow.flow is not None
+    source = {
+        "interval_seconds": 15.0,
+        "flow": {
+            "connector": "hes-measure",
+            "stall_after_seconds": 30.0,
+            "state": flow.flow.state,
+            "pending_since": flow.flow.pending_since,
+        },
+    }
+    connect = json.loads(json.dumps(connect_json([REPORTS[state]], flow)))
+    cluster = {"connect": connect, "source": source}
     fetched = Fetched(cluster=cluster, alerts=[], instant=instant, ranged={})  # type: ignore[arg-type]
     return PageContext(fetched, Window(NOW - 3600, NOW, 15), NOW)
 
@@ -147,7 +175,31 @@ def test_hops_the_deployment_does_not_have_say_so() -> None:
     assert lights(ctx)["connect"] == ("grey", "no data")
 
 
+def test_a_connector_that_says_running_and_moves_nothing_is_red_with_its_cause() -> None:
+    """Issue 23: REST RUNNING (recorded healthy), the flow stalled: the hop names the connector
+    and the cause, and the table says since when rows wait."""
+    ctx = context("healthy", STALLED)
+    assert lights(ctx)["connect"] == ("red", "moves nothing: hes-measure (silent)")
+    facts = dict(next(h for h in pipeline.hops(ctx) if h.key == "connect").facts)
+    assert facts["data moving"] == "stalled"
+    assert pipeline.stall_rows(ctx.fetched.cluster, NOW) == [
+        ["connect", "hes-broken", "STALLED", "failed", "–"],
+        ["connect", "hes-measure", "STALLED", "silent", "45 s"],
+    ]
+
+
+@pytest.mark.parametrize("verdict", [MOVING, IDLE])
+def test_moving_or_nothing_to_move_is_no_stall(verdict: str) -> None:
+    ctx = context("recovered", verdict)
+    assert lights(ctx)["connect"] == ("red", "1 task FAILED")  # hes-broken, as recorded
+    assert pipeline.stall_rows(ctx.fetched.cluster, NOW)[1] == [
+        "connect", "hes-measure", verdict, "–", "–"
+    ]  # fmt: skip
+    assert "every 15 s" in pipeline.stall_note(ctx.fetched.cluster)
+    assert "REST alone" in pipeline.stall_note({"source": None, "connect": []})
+
+
 def test_hop_lag_figure_is_valid() -> None:
     page = pipeline.build(context("recovered"))
-    graph = page[1].children[1].children[1]
+    graph = page[1].children[2].children[1]
     go.Figure(graph.figure)

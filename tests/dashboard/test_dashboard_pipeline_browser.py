@@ -3,8 +3,9 @@
 Prometheus (Debian binary) holds 40 minutes of the monitoring suite's history
 (tests/monitoring/history.py), which loops the recorded Kafka, ingest and Connect/Debezium/HES
 states through the real exporter, ingest and Connect collectors; the exporter's /api/v1/cluster
-adds the `connect` section its Connect collector builds from a recorded state; the dashboard is
-the real `vigia-dashboard` CLI. The screenshot goes to $VIGIA_DASHBOARD_SCREENSHOTS.
+adds the `connect` section its Connect collector builds from a recorded state beside a moving
+flow, and that flow (`source.flow`); the dashboard is the real `vigia-dashboard` CLI. The
+screenshot goes to $VIGIA_DASHBOARD_SCREENSHOTS.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from exporter.connect.collector import connect_json
+from exporter.connect.stall import Pipeline
+from exporter.model.pipeline_flow import MOVING, Flow
 from tests.conftest import free_port
 from tests.connect.recorded import STATES
 from tests.connect.test_connect_model import DENIED, recorded_reports
@@ -50,8 +53,19 @@ class ExporterWithConnect(ClusterJsonServer):
     connect_state = "healthy"  # the state the history ends in (2,400 s = 300 s into a cycle)
 
     def body(self) -> bytes:
-        document = cluster_json(self.scenario, collected_at=time.time() - 5)
-        document["connect"] = connect_json([REPORTS[self.connect_state]])
+        now = time.time()
+        document = cluster_json(self.scenario, collected_at=now - 5)
+        flow = Flow(MOVING, now - 3, 119_310, now - 20, now - 3)
+        document["connect"] = connect_json(
+            [REPORTS[self.connect_state]], Pipeline("hes-measure", flow)
+        )
+        document["source"] = {
+            "checked_at": flow.checked_at,
+            "interval_seconds": 15.0,
+            "flow": {"connector": "hes-measure", "stall_after_seconds": 30.0, "state": MOVING,
+                     "checked_at": flow.checked_at, "topic_end_offsets": flow.end_offsets,
+                     "moved_at": flow.moved_at, "pending_since": None},
+        }  # fmt: skip
         return json.dumps(document).encode()
 
 
@@ -125,5 +139,9 @@ def test_pipeline_page_draws_every_hop_with_its_state(browser: object, stack: St
     assert got["connect"][0] == "red" and "FAILED" in got["connect"][1]
     rows = table(browser, "connect-tasks")  # type: ignore[arg-type]
     assert rows == [["connect", "hes-broken/0", "FAILED", DENIED]]
+    assert table(browser, "connect-stalls") == [  # type: ignore[arg-type]
+        ["connect", "hes-broken", "STALLED", "failed", "–"],
+        ["connect", "hes-measure", "moving", "–", "–"],
+    ]
     assert_no_console_errors(browser)  # type: ignore[arg-type]
     screenshot(browser, "pipeline")  # type: ignore[arg-type]

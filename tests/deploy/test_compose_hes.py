@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from common.hes import TABLE_DDL, connect, parse_dsn
+from exporter.config import SourceSettings
 from ingest.simulator.cli import main as simulate
 from launcher.mariadb import USERS, HesDatabase, MariaDBError, binaries
 from tests.conftest import free_port
@@ -124,6 +125,56 @@ def test_prometheus_scrapes_the_connect_agent_and_mysqld_exporter() -> None:
         (sd,) = jobs[job]["file_sd_configs"]
         groups = [g for f in sd["files"] for g in json.loads((REPO / "prometheus" / f).read_text())]
         assert [t for g in groups for t in g["targets"]] == [target]
+
+
+def _size(text: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)([kmg]?)", text.lower()).groups()  # type: ignore[union-attr]
+    return int(number) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit]
+
+
+def test_connect_logs_are_bounded_while_kafka_is_down() -> None:
+    """Issue 23: with Kafka unreachable the worker logged about 1 MB every 30 s ("Rebootstrapping
+    with ..."). Its log config (docker/connect/connect-log4j2.properties) writes to the console
+    alone, which compose rotates, and keeps the clients' reconnect chatter at WARN."""
+    connect = SERVICES["connect"]
+    option = connect["environment"]["KAFKA_LOG4J_OPTS"]
+    assert option.startswith("-Dlog4j2.configurationFile=")
+    config = _properties(_mounted("connect", option.split("=", 1)[1]))
+    config = {k.strip(): v.strip() for k, v in config.items()}
+    appenders = {k.split(".")[1] for k in config if k.startswith("appender.")}
+    assert {config[f"appender.{a}.type"] for a in appenders} == {"Console"}, (
+        "a file nothing rotates"
+    )
+    assert config["rootLogger.level"] == "INFO"
+    refs = {v for k, v in config.items() if k.startswith("rootLogger.appenderRef.")}
+    assert refs == {config[f"appender.{a}.name"] for a in appenders}
+    levels = {
+        config[k]: config[k.removesuffix(".name") + ".level"]
+        for k in config
+        if k.startswith("logger.") and k.endswith(".name")
+    }
+    for chatty in (
+        "org.apache.kafka.clients.Metadata",  # "Rebootstrapping with ..." at INFO
+        "org.apache.kafka.clients.admin.internals.AdminMetadataManager",  # the admin client's
+        "org.apache.kafka.clients.NetworkClient",  # "Node -1 disconnected." at INFO
+    ):
+        assert levels[chatty] in ("WARN", "ERROR"), chatty
+    logging = connect["logging"]
+    assert logging["driver"] == "json-file"
+    bound = _size(logging["options"]["max-size"]) * int(logging["options"]["max-file"])
+    assert 0 < bound <= 100 << 20, "the console's output kept on disk, at most"
+
+
+def test_the_exporter_watches_connect_beside_the_hes() -> None:
+    """The stall verdict names the connector from Connect's REST (--connect-url) and judges it on
+    what reaches `measure` from the HES (--hes-dsn)."""
+    exporter = SERVICES["exporter"]["environment"]
+    assert exporter["VIGIA_CONNECT_URLS"] == "connect=http://connect:8083"
+    assert "8083" in SERVICES["connect"]["expose"]
+    script = _mounted("connect-init", "/etc/vigia/register-connector.sh").read_text()
+    (name,) = re.findall(r"CONNECTOR_NAME:=([\w.-]+)}", script)
+    assert "CONNECTOR_NAME" not in SERVICES["connect-init"]["environment"]
+    assert name == SourceSettings().connector, "the connector the stall verdict is laid to"
 
 
 class _ConnectStandIn(BaseHTTPRequestHandler):

@@ -57,6 +57,21 @@ def test_probe_and_lag_status_settings_from_environment_and_flags() -> None:
     assert parse_config([], {"VIGIA_PROBE_ENABLED": "TRUE"}).probe.enabled
 
 
+def test_source_watch_settings_from_environment_and_flags() -> None:
+    """The HES leg's look interval and stall verdict (exporter.model.pipeline_flow)."""
+    source = parse_config([], {}).source
+    assert (source.interval, source.connector, source.stall_after) == (15.0, "hes-measure", 30.0)
+    env = {
+        "VIGIA_EXPORTER_HES_INTERVAL": "20",
+        "VIGIA_EXPORTER_PIPELINE_CONNECTOR": "cdc-measure",
+        "VIGIA_EXPORTER_STALL_AFTER": "45",
+    }
+    source = parse_config([], env).source
+    assert (source.interval, source.connector, source.stall_after) == (20.0, "cdc-measure", 45.0)
+    source = parse_config(["--pipeline-connector", "x", "--stall-after=60"], env).source
+    assert (source.connector, source.stall_after) == ("x", 60.0)
+
+
 def test_granularity_defaults_environment_and_flags() -> None:
     assert parse_config([], {}).granularity == DEFAULT
     env = {
@@ -114,6 +129,7 @@ def test_flags_win_over_environment() -> None:
         (["--probe-interval", "0"], "--probe-interval: must be more than 0 seconds"),
         (["--probe-deadline", "x"], "--probe-deadline: 'x' is not a number of seconds"),
         (["--probe-topic", "no spaces"], "--probe-topic: 'no spaces' is not a valid Kafka topic"),
+        (["--stall-after", "-1"], "--stall-after: must be more than 0 seconds"),
         (
             ["--group-lag-granularity", "group"],
             "--group-lag-granularity: 'group' is not one of partition, topic",

@@ -10,7 +10,7 @@ from typing import Any
 
 from exporter.collectors import render_source
 from exporter.hes.watch import SourceWatcher
-from exporter.model.pipeline_hops import HesReading
+from exporter.model.pipeline_hops import HesReading, TopicTailReading
 from tests.metrics_doc import documented, served
 
 PREFIXES = ("vigia_hes_", "vigia_pipeline_")
@@ -28,8 +28,8 @@ class _Hes:
 class _Tail:
     topic = "measure"
 
-    def newest_measure(self, timeout: float) -> float | None:
-        return NOW - 70
+    def read(self, timeout: float) -> TopicTailReading:
+        return TopicTailReading(1000, NOW - 70)
 
     def close(self) -> None:
         pass

@@ -110,15 +110,16 @@ def test_the_topic_tail_reads_the_newest_measure_of_the_last_records(
     tail = TopicTail("measure", {"bootstrap.servers": bootstrap})
     try:
         with pytest.raises(TopicTailError):
-            tail.newest_measure(timeout=3)  # the topic does not exist yet
+            tail.read(timeout=3)  # the topic does not exist yet
         values = [(f"UY{m:06d}", _measure(f"UY{m:06d}", "2026-11-24T09:00:00Z")) for m in range(40)]
         _produce(bootstrap, "measure", values)
         _produce(bootstrap, "measure", [("UY000001", _measure("UY000001", "2026-11-24T09:14:59Z"))])
         _produce(bootstrap, "measure", [("UY000002", b"not json")])
-        newest = tail.newest_measure(timeout=10)
+        reading = tail.read(timeout=10)
     finally:
         tail.close()
-    assert newest == dt.datetime(2026, 11, 24, 9, 14, 59, tzinfo=dt.UTC).timestamp()
+    assert reading.newest_measure == dt.datetime(2026, 11, 24, 9, 14, 59, tzinfo=dt.UTC).timestamp()
+    assert reading.end_offsets == 42  # every record, summed over the partitions
 
 
 def test_hops_are_differences_of_the_same_clock() -> None:
@@ -176,6 +177,11 @@ def test_the_watch_serves_the_contract_families(
         "2026-11-24": 4,
     }
     assert document["hop_lag_seconds"] == {"hes_to_kafka": 60.0, "kafka_to_store": 42.0}
+    # One look is no flow yet: moving needs two (exporter.model.pipeline_flow).
+    assert document["flow"] == {
+        "connector": "hes-measure", "stall_after_seconds": 30.0, "state": "unknown",
+        "checked_at": NOW, "topic_end_offsets": 1, "moved_at": None, "pending_since": None,
+    }  # fmt: skip
 
 
 def test_an_hes_that_goes_down_is_vigia_hes_up_0(

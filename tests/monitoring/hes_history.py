@@ -5,11 +5,12 @@ Connect + Debezium states in a loop, through the same parts production uses.
   timeline is in; the rows-moved counters advance at `ROWS_PER_SECOND` while connected.
 - mysqld: the recorded mysqld_exporter scrapes of the HES database (`mysql_up 0` while it is down).
 - vigia-exporter: the exporter's real Connect collector fed the recorded REST answers in timeline
-  order (restarts are counted as the exporter would), plus the HES families of the contract
-  (`vigia_hes_*`, `vigia_pipeline_hop_lag_seconds`), synthetic until the exporter serves them: the
-  HES writes while its database is up, Kafka follows while the connector moves rows, and
-  yesterday's HES count is the stored count ÷ 0.962 (the ingest feed's completeness), so
-  HesDayIncomplete fires like IngestDayCompletenessLow.
+  order (restarts are counted as the exporter would) beside the flow verdict the source watch
+  reaches (moving while the connector moves rows, stalled while the HES writes and it does not,
+  unknown while the database is down), plus the HES families (`vigia_hes_*`,
+  `vigia_pipeline_hop_lag_seconds`): the HES writes while its database is up, Kafka follows while
+  the connector moves rows, and yesterday's HES count is the stored count ÷ 0.962 (the ingest
+  feed's completeness), so HesDayIncomplete fires like IngestDayCompletenessLow.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from collections.abc import Callable
 
 from exporter.connect.collector import render_connect
 from exporter.connect.model import ConnectView, parse_expanded, parse_root
+from exporter.connect.stall import Pipeline
 from exporter.connect.watcher import ConnectReport, next_report
+from exporter.model.pipeline_flow import MOVING, STALLED, UNKNOWN, Flow
 from tests.connect.recorded import FIXTURES, answer
 from tests.monitoring.history import EXPORTER, Sample, Target, parse_exposition
 
@@ -38,7 +41,7 @@ TIMELINE = (
 )
 PERIOD = sum(hold for _, hold in TIMELINE)
 DB_UP = {"healthy", "task-failed-db-back", "recovered"}
-MOVING = {"healthy", "recovered"}  # the connector moves rows to Kafka
+MOVING_ROWS = {"healthy", "recovered"}  # the connector moves rows to Kafka
 ROWS_PER_SECOND = 2000.0
 ADVANCING = {
     ("debezium_mysql_total_number_of_create_events_seen", 'context="streaming",server="cdc"'),
@@ -81,7 +84,7 @@ class HesFeed:
         state, since = at(t - self._start)
         if state in DB_UP:
             self._hes_newest = t - 20.0
-        if state in MOVING:
+        if state in MOVING_ROWS:
             self._kafka_newest = self._hes_newest
         view = ConnectView(
             "connect",
@@ -93,7 +96,7 @@ class HesFeed:
         self._report = next_report(self._report, view)
         jmx = [
             Sample(s.name, s.labels, s.value + ROWS_PER_SECOND * since)
-            if state in MOVING and (s.name, s.labels) in ADVANCING
+            if state in MOVING_ROWS and (s.name, s.labels) in ADVANCING
             else s
             for s in self._jmx[state]
         ]
@@ -124,4 +127,6 @@ class HesFeed:
             Sample("vigia_pipeline_hop_lag_seconds", 'hop="kafka_to_store"', 45.0),
         ]
         assert self._report is not None
-        return hes + parse_exposition(render_connect([self._report]))
+        verdict = UNKNOWN if state not in DB_UP else MOVING if state in MOVING_ROWS else STALLED
+        pipeline = Pipeline("hes-measure", Flow(verdict, t))
+        return hes + parse_exposition(render_connect([self._report], pipeline))

@@ -3,17 +3,25 @@ recorded connectors (`hes-measure`, `hes-broken`, Debezium server `cdc`) exists 
 with those labels, and carries only values recorded for it: the worker's JMX scrapes for
 `debezium_mysql_*` / `kafka_connect_task_status`, the exporter's output on the recorded REST
 answers for its Connect families. Absent samples (`_`, `stale`) only where a recorded state lacks
-the series.
+the series. `kafka_connect_connector_stalled` also depends on the flow verdict, which the
+recordings do not hold (the HES was down or idle): its values are the exporter's output on each
+recorded answer beside every verdict (or none: no --hes-dsn), and with the worker not answering
+after it (the connectors left out).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 
 import yaml
 
 from exporter.connect.collector import render_connect
+from exporter.connect.model import ConnectView
+from exporter.connect.stall import Pipeline
+from exporter.connect.watcher import next_report
+from exporter.model.pipeline_flow import FLOW_STATES, Flow
 from tests.connect.recorded import FIXTURES, STATES
 from tests.connect.test_connect_model import recorded_reports
 from tests.monitoring.history import parse_exposition
@@ -25,6 +33,7 @@ ADDED_BY_PROMETHEUS = ("job", "instance", "cluster")
 SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}$")
 LABEL = re.compile(r'\s*([a-zA-Z_]+)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 ABSENT = "absent"
+STALLED = "kafka_connect_connector_stalled"
 
 Key = tuple[str, frozenset[tuple[str, str]]]
 
@@ -63,6 +72,18 @@ def recorded() -> dict[Key, set[float | str]]:
     for key in set().union(*per_state):
         for state in per_state:
             values[key].add(state.get(key, ABSENT))
+    stalls = {k for k in values if k[0] == STALLED}
+    for report in recorded_reports():
+        down = next_report(report, ConnectView("connect", "http://c", 0, error="timed out"))
+        for verdict, seen in itertools.product((*FLOW_STATES, None), (report, down)):
+            pipeline = None if verdict is None else Pipeline("hes-measure", Flow(verdict, 0))
+            found = {
+                _key(s.name, _labels(s.labels)): s.value
+                for s in parse_exposition(render_connect([seen], pipeline))
+                if s.name == STALLED
+            }
+            for key in stalls | found.keys():
+                values[key].add(found.get(key, ABSENT))
     return values
 
 

@@ -42,8 +42,10 @@ FIRING_IN_HISTORY = {
     # is FAILED throughout and never has Debezium series; hes-measure's fails for 10 minutes after
     # the database outage, during which its Debezium series are first 0, then gone.
     "HesConnectorFailed": [{"connector": "hes-broken"}, {"connector": "hes-measure"}],
+    # Both failed tasks are stalls (HesConnectorStalled holds the two alerts above and below back).
+    "HesConnectorStalled": [{"connector": "hes-broken"}, {"connector": "hes-measure"}],
+    # Connected 0 (the database down) and absent (the task failed) both name the connector.
     "HesCdcDisconnected": [
-        {"server": "cdc", "connector": ""},
         {"server": "cdc", "connector": "hes-measure"},
         {"server": "cdcbroken", "connector": "hes-broken"},
     ],
