@@ -70,6 +70,20 @@ CONNECT = row(
         description="Current state of every task (REST, through the exporter).",
     ),
     timeseries(
+        "Connector stalls (moves nothing while the HES writes)",
+        q(
+            f"max by (connector, cause) (kafka_connect_connector_stalled{{{CN}}})",
+            "{{connector}} {{cause}}",
+        ),
+        description=(
+            "1 while the source connector moves no row to Kafka though the HES has rows it "
+            "lacks, per cause: failed, unassigned, connect_down, silent (RUNNING in REST). "
+            "HesConnectorStalled pages on it (docs/runbooks/HesConnectorStalled.md)."
+        ),
+        thresholds=((1, "red"),),
+        mappings=value_texts((0, "moving", "green"), (1, "STALLED", "red")),
+    ),
+    timeseries(
         "Task restarts seen (1h)",
         q(
             f"sum by (connector, task) "
