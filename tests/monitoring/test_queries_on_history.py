@@ -89,8 +89,6 @@ def test_board_variables_offer_values(backfilled: Backfilled, variable: boards.V
     assert expected <= set(values), values
 
 
-
-
 @pytest.mark.parametrize("target", boards.targets(), ids=lambda t: t.id)
 def test_board_queries_return_data(backfilled: Backfilled, target: boards.Target) -> None:
     expr = boards.substitute(
