@@ -61,9 +61,13 @@ def connector_config(bootstrap: str, hes: HesDatabase) -> dict[str, Any]:
 
 
 class ConnectWorker:
-    def __init__(self, connect_home: Path, kafka_home: Path, workdir: Path) -> None:
+    def __init__(
+        self, connect_home: Path, kafka_home: Path, workdir: Path, log_config: Path = LOG4J2
+    ) -> None:
+        """`log_config`: another log4j2 file, for benchmarks/connect_log_volume.py's comparison."""
         self.home = connect_home
         self.workdir = workdir
+        self.log_config = log_config
         self.rest_port = free_port()
         self.jmx_port = free_port()
         self.jmx_agent = find_jmx_agent(kafka_home)
@@ -81,7 +85,7 @@ class ConnectWorker:
         self.workdir.mkdir(parents=True, exist_ok=True)
         properties = self.workdir / "worker.properties"
         properties.write_text(worker_properties(bootstrap, self.rest_port, self.home / "plugins"))
-        java = ["java", "-Xmx1g", f"-Dlog4j2.configurationFile={LOG4J2}"]
+        java = ["java", "-Xmx1g", f"-Dlog4j2.configurationFile={self.log_config}"]
         if self.jmx_agent is not None:
             java.append(f"-javaagent:{self.jmx_agent}=127.0.0.1:{self.jmx_port}:{JMX_RULES}")
         argv = [
