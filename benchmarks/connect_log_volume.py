@@ -12,7 +12,7 @@ Connect worker with `hes-measure`, without the tenants' load. Per log config a f
     VIGIA_TEST_CONNECT_HOME=/work/shared/connect-debezium-runtime \\
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.connect_log_volume
 
-The numbers are in README.md (Kafka Connect, in the components table).
+README.md's components table (Kafka Connect) says what the repository's config changes.
 """
 
 from __future__ import annotations
