@@ -12,6 +12,11 @@ must never go down for other readers (tests/integration/test_hes_real_source.py 
 Where the HES can be stopped and started and the worker's JMX agent is known, the outage test
 stops the database and expects Debezium's `Connected` and `vigia_hes_up` to drop within one
 collection.
+
+Neither test may see a stall (issue 23): every scrape of the exporter serves
+`kafka_connect_connector_stalled` 0 for `hes-measure` whatever the cause, and the flow verdict in
+/api/v1/cluster is never `stalled` — while rows flow, nor while the HES cannot be read (nothing
+shows a row the topic lacks then).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from pyspark.sql import SparkSession
 
 from common import kafka_config
 from common.hes import UPSERT, connect, naive_utc, parse_dsn
+from exporter.connect.stall import CAUSES
+from exporter.model.pipeline_flow import IDLE, MOVING, STALLED
 from exporter.model.pipeline_hops import HOPS
 from ingest.config import IngestConfig
 from ingest.job import IngestJob, preflight_kafka
@@ -44,7 +51,7 @@ from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.kafka_source.offsets import to_json
 from ingest.metrics import IngestMetrics
 from ingest.schema import MAGNITUDES, MEASURE_KEY_COLUMNS
-from tests.exporter.exposition import value
+from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.ingest.conftest import spark  # noqa: F401
 from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
@@ -102,8 +109,42 @@ def exporter(env: dict[str, str], run_id: str, tmp_path: Path) -> Iterator[Runni
         yield running
 
 
+def _scrape(running: Running) -> Samples:
+    """/metrics, which must not say that the connector stalls."""
+    found = running.metrics()
+    stalls = _stalls(found)
+    assert not any(stalls.values()), f"{CONNECTOR} stalled: {stalls}"
+    return found
+
+
+def _stalls(found: Samples) -> dict[str, float]:
+    return {
+        labels["cause"]: v
+        for (name, labels), v in found.items()
+        if name == "kafka_connect_connector_stalled" and labels["connector"] == CONNECTOR
+    }
+
+
 def _sample(running: Running, name: str, **labels: str) -> float | None:
-    return value(running.metrics(), name, **labels)
+    return value(_scrape(running), name, **labels)
+
+
+def _flow(running: Running) -> str:
+    flow = running.get("/api/v1/cluster").json()["source"]["flow"]
+    assert flow["state"] != STALLED, flow
+    return str(flow["state"])
+
+
+def _not_stalled(running: Running) -> None:
+    """The connector's stall series are served, each 0, and the flow verdict is not stalled."""
+    assert set(_stalls(_scrape(running))) == set(CAUSES)
+    _flow(running)
+
+
+def _flow_settles(running: Running) -> None:
+    """Once the rows are on the topic: moving, or idle since (pending for a look or two after the
+    HES wrote), never passing through stalled."""
+    wait_for(lambda: _flow(running) in (MOVING, IDLE), DEADLINE, "the flow moving or idle")
 
 
 def _served(running: Running, name: str, **labels: str) -> float:
@@ -121,7 +162,7 @@ def _topic_end(running: Running) -> int:
     return int(
         sum(
             v
-            for (name, labels), v in running.metrics().items()
+            for (name, labels), v in _scrape(running).items()
             if name == "kafka_topic_partition_current_offset" and labels["topic"] == TOPIC
         )
     )
@@ -167,6 +208,7 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
 
     rows_before = _served(exporter, "vigia_hes_day_rows", measure_date=day.isoformat())
     assert _served(exporter, "kafka_connect_worker_up", connect="it") == 1
+    _not_stalled(exporter)
     start = _ends(env[KAFKA], options)
 
     writer = connect(dsn, 30, autocommit=False)
@@ -226,6 +268,8 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
         )
         end_served = _topic_end(exporter)
         assert end_served <= sum(_ends(env[KAFKA], options).values())
+        _not_stalled(exporter)
+        _flow_settles(exporter)
 
         # Freshness: both hops served, finite, never negative.
         def hop_lags() -> dict[str, float] | None:
@@ -236,6 +280,8 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
         lags = wait_for(hop_lags, DEADLINE, "every hop's lag")
         assert isinstance(lags, dict)
         assert all(math.isfinite(v) and v >= 0 for v in lags.values()), lags
+        _not_stalled(exporter)
+        _flow_settles(exporter)
     finally:
         writer.close()
         kafka = AdminClient({"bootstrap.servers": env[KAFKA], **options})
@@ -288,6 +334,7 @@ def test_a_stopped_hes_shows_within_one_collection(
         )
         left = max(0.5, stopped + ONE_COLLECTION - time.monotonic())
         wait_for(lambda: _sample(exporter, "vigia_hes_up") == 0, left, "vigia_hes_up 0")
+        _flow(exporter)  # a HES that cannot be read shows no row the topic lacks: no stall
     finally:
         start_hes()
 
@@ -300,3 +347,5 @@ def test_a_stopped_hes_shows_within_one_collection(
         DEADLINE,
         "the task RUNNING",
     )
+    _not_stalled(exporter)
+    _flow_settles(exporter)

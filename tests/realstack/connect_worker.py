@@ -5,7 +5,9 @@ VIGIA_TEST_CONNECT_HOME (`libs/` the worker's classpath, `plugins/` its plugin p
 The worker's settings are docker/connect/worker-distributed.properties with the run's addresses;
 the connector is docker/connect/connector-hes-measure.json with the run's addresses and, because
 the HES here is MariaDB, docker/connect/connector-hes-measure.mariadb.json on top: what compose
-and the tests register differs in nothing else."""
+and the tests register differs in nothing else. It logs as compose's worker does, by
+docker/connect/connect-log4j2.properties: to the console alone, which the harness writes to
+`connect.out` in the worker's directory."""
 
 from __future__ import annotations
 
@@ -26,18 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONNECT_DIR = REPO / "docker" / "connect"
 CONNECTOR = "hes-measure"
 JMX_RULES = REPO / "prometheus" / "jmx-connect.yml"
-# log4j2 in these jars reads no YAML (the runtime's README): the same levels as a properties file.
-LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c:%L)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = out
-logger.reflections.name = org.reflections
-logger.reflections.level = ERROR
-"""
+LOG4J2 = CONNECT_DIR / "connect-log4j2.properties"
 
 
 def worker_properties(bootstrap: str, rest_port: int, plugins: Path) -> str:
@@ -70,9 +61,13 @@ def connector_config(bootstrap: str, hes: HesDatabase) -> dict[str, Any]:
 
 
 class ConnectWorker:
-    def __init__(self, connect_home: Path, kafka_home: Path, workdir: Path) -> None:
+    def __init__(
+        self, connect_home: Path, kafka_home: Path, workdir: Path, log_config: Path = LOG4J2
+    ) -> None:
+        """`log_config`: another log4j2 file, for benchmarks/connect_log_volume.py's comparison."""
         self.home = connect_home
         self.workdir = workdir
+        self.log_config = log_config
         self.rest_port = free_port()
         self.jmx_port = free_port()
         self.jmx_agent = find_jmx_agent(kafka_home)
@@ -90,9 +85,7 @@ class ConnectWorker:
         self.workdir.mkdir(parents=True, exist_ok=True)
         properties = self.workdir / "worker.properties"
         properties.write_text(worker_properties(bootstrap, self.rest_port, self.home / "plugins"))
-        log4j2 = self.workdir / "log4j2.properties"
-        log4j2.write_text(LOG4J2)
-        java = ["java", "-Xmx1g", f"-Dlog4j2.configurationFile={log4j2}"]
+        java = ["java", "-Xmx1g", f"-Dlog4j2.configurationFile={self.log_config}"]
         if self.jmx_agent is not None:
             java.append(f"-javaagent:{self.jmx_agent}=127.0.0.1:{self.jmx_port}:{JMX_RULES}")
         argv = [
