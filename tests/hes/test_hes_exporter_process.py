@@ -48,7 +48,11 @@ def test_the_exporter_process_watches_the_hes(
             wait_for(lambda: running.metrics().get(up) == 0, 30, "vigia_hes_up 0")
             metrics = running.metrics()
             assert metrics[("vigia_exporter_up", Labels({}))] == exporter_up
-            phases = {k[1]["phase"] for k in metrics if k[0].startswith("vigia_exporter_coll")}
+            phases = {
+                labels["phase"]
+                for name, labels in metrics
+                if name.startswith("vigia_exporter_coll") and "phase" in labels
+            }
             assert not any("hes" in phase for phase in phases)
             assert today not in metrics
             assert "the HES database does not answer" in running.log_text()
