@@ -1,9 +1,11 @@
-"""The pipeline topic's tail (I/O only): its end offsets and the last record of each partition.
+"""The pipeline topic's tail (I/O only): its end offsets and the last records of each partition.
 
 One assigned consumer, kept between rounds (never subscribes, never commits; its group id is a
-formality of the client): per round one ListOffsets per leader for the high watermarks and one
-fetch per partition at ``high − 1``, so the cost is one small record per partition whatever the
-topic's size. Used by `exporter.hes.watch.SourceWatcher` for the ``hes_to_kafka`` hop and the
+formality of the client): per round one ListOffsets per leader for the high watermarks and a fetch
+of each partition's last `TAIL_RECORDS` records, so the cost is bounded whatever the topic's size.
+Not the last record alone: the HES's writers can commit rows out of their ts order, and a
+partition whose newest row is followed by older ones would hide it and read as a HES ahead of the
+topic, a stall. Used by `exporter.hes.watch.SourceWatcher` for the ``hes_to_kafka`` hop and the
 flow verdict (`exporter.model.pipeline_flow`), which needs the end offsets read in the same round.
 """
 
@@ -12,12 +14,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from common.librdkafka_log import librdkafka_logger
 from exporter.model.pipeline_hops import TopicTailReading, measure_ts
 
 librdkafka_log = librdkafka_logger("exporter.librdkafka")
+
+TAIL_RECORDS = 100
 
 
 class TopicTailError(RuntimeError):
@@ -35,6 +39,9 @@ class TopicTail:
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "latest",
+                # A partition is read once its end is reached, whatever the last offset holds (a
+                # transaction marker is an offset without a record).
+                "enable.partition.eof": True,
             },
             logger=librdkafka_log,
         )
@@ -56,7 +63,8 @@ class TopicTail:
                 )
                 end_offsets += high
                 if high > low:
-                    starts.append(TopicPartition(self.topic, partition, high - 1))
+                    start = max(low, high - TAIL_RECORDS)
+                    starts.append(TopicPartition(self.topic, partition, start))
             if not starts:
                 return TopicTailReading(end_offsets, None)
             self._consumer.assign(starts)
@@ -68,17 +76,21 @@ class TopicTail:
             raise TopicTailError(f"{self.topic}: {exc.args[0].str()}") from exc
 
     def _newest(self, partitions: int, deadline: float) -> float | None:
-        seen: set[int] = set()
+        ended: set[int] = set()
         newest: float | None = None
-        while len(seen) < partitions:
+        while len(ended) < partitions:
             if time.monotonic() >= deadline:
                 raise TopicTailError(
-                    f"{self.topic}: {partitions - len(seen)} partition(s) gave no record in time"
+                    f"{self.topic}: {partitions - len(ended)} partition(s) not read to their end "
+                    "in time"
                 )
-            for message in self._consumer.consume(partitions, timeout=min(0.5, _left(deadline))):
-                if message.error() is not None:
-                    continue  # end of partition or a transient fetch error: the deadline bounds it
-                seen.add(message.partition() or 0)
+            batch = self._consumer.consume(TAIL_RECORDS, timeout=min(0.5, _left(deadline)))
+            for message in batch:
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        ended.add(message.partition() or 0)
+                    continue  # a transient fetch error: the deadline bounds it
                 ts = measure_ts(message.value())
                 if ts is not None and (newest is None or ts > newest):
                     newest = ts

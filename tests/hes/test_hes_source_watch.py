@@ -19,10 +19,18 @@ from exporter.collectors import render_source
 from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter, HesError
 from exporter.hes.watch import SourceWatcher
 from exporter.kafka.topic_tail import TopicTail, TopicTailError
-from exporter.model.pipeline_hops import HesReading, SourceLook, hop_lags, measure_ts, watched_days
+from exporter.model.pipeline_hops import (
+    HesReading,
+    SourceLook,
+    TopicTailReading,
+    hop_lags,
+    measure_ts,
+    watched_days,
+)
 from exporter.web.api import source_json
 from launcher.mariadb import HesDatabase
 from tests.conftest import MockCluster, free_port
+from tests.exporter.live import wait_for
 
 CLOSED, OPEN = dt.date(2026, 11, 23), dt.date(2026, 11, 24)
 NOW = dt.datetime(2026, 11, 24, 10, 0, tzinfo=dt.UTC).timestamp()
@@ -120,6 +128,34 @@ def test_the_topic_tail_reads_the_newest_measure_of_the_last_records(
         tail.close()
     assert reading.newest_measure == dt.datetime(2026, 11, 24, 9, 14, 59, tzinfo=dt.UTC).timestamp()
     assert reading.end_offsets == 42  # every record, summed over the partitions
+
+
+def test_the_newest_row_is_found_behind_older_rows_committed_after_it(
+    mock_cluster: MockCluster,
+) -> None:
+    """Two HES writers commit out of ts order: the newest row is not its partition's last
+    record. Read as the last record alone, the HES would look ahead of the topic (a stall)."""
+    bootstrap = mock_cluster.bootstrap_servers
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce("measure", _measure("UY000001", "2026-11-24T09:14:59Z"), partition=0)
+    for meter in range(5):
+        producer.produce("measure", _measure(f"UY{meter:06d}", "2026-11-24T09:00:00Z"), partition=0)
+    assert producer.flush(10) == 0
+    tail = TopicTail("measure", {"bootstrap.servers": bootstrap})
+    try:
+        reading = wait_for(lambda: _read_when_listed(tail), what="the topic's tail")
+    finally:
+        tail.close()
+    assert isinstance(reading, TopicTailReading)
+    assert reading.newest_measure == dt.datetime(2026, 11, 24, 9, 14, 59, tzinfo=dt.UTC).timestamp()
+    assert reading.end_offsets == 6
+
+
+def _read_when_listed(tail: TopicTail) -> TopicTailReading | None:
+    try:
+        return tail.read(timeout=5)
+    except TopicTailError:
+        return None  # auto-created a moment ago: not in the metadata yet
 
 
 def test_hops_are_differences_of_the_same_clock() -> None:
