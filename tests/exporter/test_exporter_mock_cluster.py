@@ -206,7 +206,9 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
         Filters(),
         admin_factory=lambda config: MockGapsAdmin(config, {"billing": ["orders"]}),
     )
-    service = CollectionService(adapter.collect, interval=0.5, timeout=1.5, lag_status_window=2)
+    # Each collection is served for 2 s: long enough for a scrape on a loaded machine to catch
+    # the one whose rate shows the commit.
+    service = CollectionService(adapter.collect, interval=2, timeout=1.5, lag_status_window=2)
     try:
         consumer.subscribe(["orders"])
         read = 0
@@ -287,16 +289,27 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
                 if msg is not None and msg.error() is None:
                     read += 1
             consumer.commit(asynchronous=False)
-            wait_for(lambda: lags() and set(lags().values()) == {0}, what="lag 0")
-            rate = wait_for(
-                lambda: value(
-                    exp.metrics(),
+
+            # The collection that sees the commit has lag 0 and the only non-zero rate (the
+            # increase since the collection before): both are read from one scrape, while that
+            # collection is served (a collection interval).
+            def caught_up_rate() -> float | None:
+                found = exp.metrics()
+                lag = [
+                    v
+                    for (name, labels), v in found.items()
+                    if name == "kafka_consumergroup_lag" and labels["consumergroup"] == "billing"
+                ]
+                if set(lag) != {0}:
+                    return None
+                return value(
+                    found,
                     "kafka_consumergroup_messages_consumed_per_second",
                     consumergroup="billing",
                     topic="orders",
-                ),
-                what="a consumed rate",
-            )
+                )
+
+            rate = wait_for(caught_up_rate, what="lag 0 with a consumed rate")
             assert isinstance(rate, float) and rate > 0
             group = exp.get("/api/v1/cluster").json()["groups"][0]
             assert (group["group_id"], group["topics"][0]["lag"]) == ("billing", 0)
