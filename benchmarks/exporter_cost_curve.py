@@ -152,7 +152,12 @@ def build_base(bootstrap: str, partitions: int, messages: int) -> list[str]:
     for batch in chunks(topics, 25):
         seed(bootstrap, list(batch), 0)
     if messages:
-        fill(bootstrap, topics, messages)
+        try:
+            fill(bootstrap, topics, messages)
+        except RuntimeError as exc:
+            # Seen on the saturated shared machine right after the base was created: the live
+            # producer writes into every partition anyway, so the run goes on.
+            log.warning("the topic base's first messages: %s; going on without them", exc)
     create_topic(bootstrap, GROUP_TOPIC, GROUP_TOPIC_PARTITIONS, replication=3)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for partition, n in itertools.product(range(GROUP_TOPIC_PARTITIONS), range(BACKLOG)):
