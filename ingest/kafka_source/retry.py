@@ -50,11 +50,18 @@ LEADER_MOVEMENT: Final = frozenset(
 """Error codes a broker restart produces that mean "ask again in a moment"."""
 
 LEADERLESS: Final = frozenset(
-    {KafkaError._NOENT, KafkaError._UNKNOWN_PARTITION, KafkaError._DESTROY_BROKER}
+    {
+        KafkaError._NOENT,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._DESTROY_BROKER,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    }
 )
-"""What librdkafka's admin client ("No leaders found") and a consumer's watermark query ("Unknown
-partition", "Broker handle destroyed") say about a partition whose leader is unknown right now:
-retriable for a partition the metadata just listed, which is the only kind the job asks about."""
+"""What librdkafka's admin client ("No leaders found"), a consumer's watermark query ("Unknown
+partition", "Broker handle destroyed") and a broker that has not yet applied the metadata of a
+rolling restart ("Unknown topic or partition", seen on a real cluster) say about a partition whose
+leader is unknown right now: retriable for a partition the metadata just listed, which is the only
+kind the job asks about."""
 
 CALLS: Final = ("metadata", "list_offsets", "watermarks", "fetch", "group_commit")
 """The ``call`` label values of vigia_ingest_kafka_retries_total."""

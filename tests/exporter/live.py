@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import socketserver
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,15 +64,19 @@ FULL_DETAIL = (
 
 
 @contextmanager
-def exporter_process(log: Path, *args: str) -> Iterator[Running]:
+def exporter_process(
+    log: Path, *args: str, env: Mapping[str, str] | None = None
+) -> Iterator[Running]:
     """`python -m exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then SIGKILL).
-    It serves every per-partition and per-replica family unless `args` set a granularity."""
+    It serves every per-partition and per-replica family unless `args` set a granularity. `env`
+    is added to this process's environment for it alone."""
     port = free_port()
     with log.open("w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "exporter.cli", "--port", str(port), *FULL_DETAIL, *args],
             stdout=out,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
         )
     running = Running(f"http://127.0.0.1:{port}", log)
     try:

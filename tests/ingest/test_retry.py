@@ -388,6 +388,19 @@ def test_reader_watermarks_ride_through_a_leader_change() -> None:
     assert consumer.refreshed == [TOPIC, TOPIC]
 
 
+def test_reader_watermarks_ride_through_a_broker_behind_on_metadata() -> None:
+    """A broker that has just come back in a rolling restart may answer "Unknown topic or
+    partition" for a partition the metadata lists (a real cluster did, and the job died)."""
+    clock = FakeClock()
+    consumer = FakeConsumer(clock, [KafkaError.UNKNOWN_TOPIC_OR_PART, (3, 40)])
+    seen: Observed = []
+    assert partition_watermarks(consumer, TOPIC, 2, 30, observer=observer(seen), clock=clock) == (
+        3,
+        40,
+    )
+    assert seen == [("watermarks", "UNKNOWN_TOPIC_OR_PART")]
+
+
 def test_reader_watermarks_give_up_after_their_own_deadline() -> None:
     clock = FakeClock()
     consumer = FakeConsumer(clock, [NOT_LEADER] * 1000)

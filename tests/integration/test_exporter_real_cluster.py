@@ -9,7 +9,7 @@ are live, the machine is loaded. So values are compared with the cluster's answe
 the collection that is read started (its `collected_at` in /api/v1/cluster) and after it was
 served, only topics that existed throughout are compared, and every condition is waited for with
 a deadline instead of being checked once. Brokers that stop and return:
-tests/integration/test_exporter_restarts_real_cluster.py.
+tests/integration/test_broker_restarts_real_cluster.py.
 """
 
 from __future__ import annotations

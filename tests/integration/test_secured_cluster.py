@@ -1,5 +1,5 @@
 """Every component on a secured listener, with the right and a wrong password (the exporter through
-a rolling restart on it: tests/integration/test_exporter_restarts_real_cluster.py). On a real
+a rolling restart on it: tests/integration/test_broker_restarts_real_cluster.py). On a real
 cluster's secured listener (tests/realstack's `secured_target`: the harness's SASL_SSL listener
 with SCRAM-SHA-512 and its own CA, or a user's, named by
 VIGIA_TEST_KAFKA_SECURED_BOOTSTRAP_SERVERS and VIGIA_TEST_KAFKA_OPTIONS, the client settings as
