@@ -28,6 +28,12 @@ EXPECTED = {
     "hes-stopped-70s/task-failed-hes-down": ("failed", "FAILED", 0, 1),
     "hes-stopped-70s/task-failed-hes-back": ("failed", "FAILED", 1, 1),
     "hes-stopped-70s/recovered": (None, "RUNNING", 1, 1),
+    "worker-killed/healthy": (None, "RUNNING", 1, 1),
+    # REST does not answer: no task state served, the flow judges the last answer's connector.
+    "worker-killed/killed-stalled": ("connect_down", None, 1, 0),
+    # The worker back and RUNNING, the topic moved, the flow verdict not yet looked again.
+    "worker-killed/restarted-moving": ("silent", "RUNNING", 1, 1),
+    "worker-killed/recovered": (None, "RUNNING", 1, 1),
 }
 
 
