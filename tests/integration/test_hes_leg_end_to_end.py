@@ -9,14 +9,16 @@ compared as deltas against values read before the insert. The run's consumer gro
 the end; its 80 rows stay in the HES (and flow on like any other), because the HES's day counts
 must never go down for other readers (tests/integration/test_hes_real_source.py relies on it).
 
-Where the HES can be stopped and started and the worker's JMX agent is known, the outage test
-stops the database and expects Debezium's `Connected` and `vigia_hes_up` to drop within one
-collection.
+Where the HES can be stopped and started and the worker's JMX agent is known, the outage drill
+(issue 23 §3) stops the database for 70 s and expects Debezium's `Connected` and `vigia_hes_up` to
+drop within one collection; the task, restarted through REST meanwhile, goes FAILED and stays so
+after the HES is back until it is restarted through REST again. What the exporter served at each
+moment is recorded (tests/realstack/moments.py; tests/fixtures/connect-debezium/drills/).
 
-Neither test may see a stall (issue 23): every scrape of the exporter serves
-`kafka_connect_connector_stalled` 0 for `hes-measure` whatever the cause, and the flow verdict in
-/api/v1/cluster is never `stalled` — while rows flow, nor while the HES cannot be read (nothing
-shows a row the topic lacks then).
+No stall may be seen (issue 23) while rows flow, nor while the HES cannot be read (nothing shows a
+row the topic lacks then): every scrape serves `kafka_connect_connector_stalled` 0 for
+`hes-measure` whatever the cause, and the flow verdict in /api/v1/cluster is never `stalled`. The
+one stall is the drill's FAILED task, cause `failed`.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ import pytest
 
 pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
 
-import pyarrow.dataset as ds
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
@@ -46,26 +47,34 @@ from exporter.connect.stall import CAUSES
 from exporter.model.pipeline_flow import IDLE, MOVING, STALLED
 from exporter.model.pipeline_hops import HOPS
 from ingest.config import IngestConfig
-from ingest.job import IngestJob, preflight_kafka
-from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.kafka_source.offsets import to_json
-from ingest.metrics import IngestMetrics
-from ingest.schema import MAGNITUDES, MEASURE_KEY_COLUMNS
+from ingest.schema import MAGNITUDES
 from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.ingest.conftest import spark  # noqa: F401
+from tests.integration.hes_leg import (
+    CONNECT,
+    CONNECTOR,
+    HES,
+    JMX,
+    KAFKA,
+    ONE_COLLECTION,
+    TOPIC,
+    WRITER,
+    Key,
+    exporter_args,
+    ingest,
+    insert,
+    keys_of,
+    stored_keys,
+    topic_ends,
+)
+from tests.realstack.moments import Moments
 from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-CONNECT, HES, WRITER, KAFKA, JMX = "connect", "hes", "writer", "kafka", "jmx"
-TOPIC = "measure"  # where the connector's RegexRouter sends cdc.hes.measure
-CONNECTOR = "hes-measure"
 DEADLINE = 120.0
-HES_INTERVAL = 2  # the exporter's --hes-interval and --hes-count-interval
-COLLECTION_TIMEOUT = 5
-# One look at the HES: the interval, its queries' timeout, and a scrape.
-ONE_COLLECTION = HES_INTERVAL + COLLECTION_TIMEOUT + 3
 METERS, PERIODS = 20, 4
 
 
@@ -92,20 +101,7 @@ def run_id() -> str:
 @pytest.fixture
 def exporter(env: dict[str, str], run_id: str, tmp_path: Path) -> Iterator[Running]:
     group = f"vigia-it-hes-{run_id}"
-    with exporter_process(
-        tmp_path / "exporter.log",
-        f"--bootstrap-servers={env[KAFKA]}",
-        f"--hes-dsn={env[HES]}",
-        f"--hes-interval={HES_INTERVAL}",
-        f"--hes-count-interval={HES_INTERVAL}",
-        f"--collection-timeout={COLLECTION_TIMEOUT}",
-        f"--collection-interval={HES_INTERVAL}",
-        f"--connect-url=it={env[CONNECT]}",
-        f"--pipeline-topic={TOPIC}",
-        f"--pipeline-group={group}",
-        f"--topic-include=^{TOPIC}$",
-        f"--group-include=^{re.escape(group)}$",
-    ) as running:
+    with exporter_process(tmp_path / "exporter.log", *exporter_args(env, group)) as running:
         yield running
 
 
@@ -168,24 +164,6 @@ def _topic_end(running: Running) -> int:
     )
 
 
-Key = tuple[str, str, int, str]
-
-
-def _stored_keys(output: Path, prefix: str) -> Counter[Key]:
-    if not output.exists():
-        return Counter()
-    table = ds.dataset(output, partitioning="hive").to_table(columns=list(MEASURE_KEY_COLUMNS))
-    return Counter(
-        (row["meter"], str(row["measure_date"]), int(row["period"]), row["magnitude"])
-        for row in table.to_pylist()
-        if row["meter"].startswith(prefix)
-    )
-
-
-def _ingest(session: SparkSession, config: IngestConfig) -> None:
-    IngestJob(session, config, IngestMetrics(config.query_name), preflight_kafka(config)).run()
-
-
 def test_hes_rows_reach_parquet_and_every_hop_agrees(
     env: dict[str, str],
     run_id: str,
@@ -209,7 +187,7 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
     rows_before = _served(exporter, "vigia_hes_day_rows", measure_date=day.isoformat())
     assert _served(exporter, "kafka_connect_worker_up", connect="it") == 1
     _not_stalled(exporter)
-    start = _ends(env[KAFKA], options)
+    start = topic_ends(env[KAFKA], options)
 
     writer = connect(dsn, 30, autocommit=False)
     try:
@@ -232,10 +210,10 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
             metrics_port=0,
         )
         deadline = time.monotonic() + DEADLINE
-        stored = _stored_keys(Path(config.output), prefix)
+        stored = stored_keys(Path(config.output), prefix)
         while set(stored) != set(inserted) and time.monotonic() < deadline:
-            _ingest(session, config)
-            stored = _stored_keys(Path(config.output), prefix)
+            ingest(session, config)
+            stored = stored_keys(Path(config.output), prefix)
         assert stored == inserted  # every key stored, exactly once
 
         # The HES hop: the watch's count grew by the rows, never past the DB's own count.
@@ -267,7 +245,7 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
             f"{TOPIC}'s end offsets to grow by {len(rows)}",
         )
         end_served = _topic_end(exporter)
-        assert end_served <= sum(_ends(env[KAFKA], options).values())
+        assert end_served <= sum(topic_ends(env[KAFKA], options).values())
         _not_stalled(exporter)
         _flow_settles(exporter)
 
@@ -288,15 +266,6 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
         kafka.delete_consumer_groups([group], request_timeout=30)[group].exception(timeout=30)
 
 
-def _ends(bootstrap: str, options: dict[str, str]) -> dict[tuple[str, int], int]:
-    """The topic's end offsets straight from the cluster (no group is touched)."""
-    admin = KafkaAdmin(bootstrap, options, "vigia-it-hes-unused", 30)
-    try:
-        return admin.topic_watermarks([TOPIC])[1]
-    finally:
-        admin.close()
-
-
 def _connected(jmx_url: str, server: str) -> float | None:
     """Debezium's `Connected` for `server` in the worker's scrape; None when absent."""
     scrape = httpx.get(jmx_url, timeout=5).text
@@ -315,17 +284,54 @@ def outage(env: dict[str, str], hes_target: HesTarget) -> tuple[Callable[[], Non
     return hes_target.stop, hes_target.start
 
 
-def test_a_stopped_hes_shows_within_one_collection(
-    env: dict[str, str], outage: tuple[Callable[[], None], ...], exporter: Running
+def _task_state(connect_url: str) -> str | None:
+    """Task 0's state in the worker's own REST answer; None while it has no task."""
+    status = httpx.get(f"{connect_url}/connectors/{CONNECTOR}/status", timeout=10)
+    tasks = status.raise_for_status().json()["tasks"]
+    return str(tasks[0]["state"]) if tasks else None
+
+
+def _restart_task(connect_url: str) -> int:
+    return httpx.post(
+        f"{connect_url}/connectors/{CONNECTOR}/tasks/0/restart", timeout=60
+    ).status_code
+
+
+def _served_state(running: Running, state: str) -> float | None:
+    labels = {"connect": "it", "connector": CONNECTOR, "task": "0", "state": state}
+    return value(running.metrics(), "kafka_connect_task_state", **labels)
+
+
+# Issue 23's drill: the HES down this long, past the binlog client's first keepalive (60 s).
+OUTAGE = 70.0
+
+
+def test_a_stopped_hes_shows_within_one_collection_and_a_task_restarted_meanwhile_stays_failed(
+    env: dict[str, str],
+    outage: tuple[Callable[[], None], ...],
+    exporter: Running,
+    run_id: str,
+    tmp_path: Path,
 ) -> None:
+    """The HES stopped for 70 s: Debezium's `Connected` and `vigia_hes_up` drop within one
+    collection, and nothing says stalled. The task restarted through REST while the HES is down
+    goes FAILED, the exporter says so (task state, stall cause `failed`), and it stays FAILED once
+    the HES is back and has written rows, until the test restarts it through REST: then RUNNING,
+    and the rows written meanwhile reach the topic."""
     stop_hes, start_hes = outage
-    config = httpx.get(f"{env[CONNECT].rstrip('/')}/connectors/{CONNECTOR}/config", timeout=10)
+    url = env[CONNECT].rstrip("/")
+    moments = Moments(tmp_path / "hes-stopped-70s", exporter, url, TOPIC, env[JMX])
+    config = httpx.get(f"{url}/connectors/{CONNECTOR}/config", timeout=10)
     server = config.raise_for_status().json()["topic.prefix"]
     wait_for(lambda: _sample(exporter, "vigia_hes_up") == 1, DEADLINE, "vigia_hes_up 1")
     wait_for(lambda: _connected(env[JMX], server) == 1, DEADLINE, "Debezium Connected 1")
+    wait_for(lambda: _served_state(exporter, "RUNNING") == 1, DEADLINE, "the task RUNNING")
+    _not_stalled(exporter)
+    moments.record("healthy")
 
     stop_hes()
     stopped = time.monotonic()
+    moments.mark("HES stopped")
     try:
         wait_for(
             lambda: _connected(env[JMX], server) in (0, None),
@@ -334,18 +340,85 @@ def test_a_stopped_hes_shows_within_one_collection(
         )
         left = max(0.5, stopped + ONE_COLLECTION - time.monotonic())
         wait_for(lambda: _sample(exporter, "vigia_hes_up") == 0, left, "vigia_hes_up 0")
-        _flow(exporter)  # a HES that cannot be read shows no row the topic lacks: no stall
+        _not_stalled(exporter)  # a HES that cannot be read shows no row the topic lacks
+        moments.record("hes-down")
+
+        code = _restart_task(url)
+        moments.mark(f"POST tasks/0/restart while the HES is down: {code}")
+        assert code in (202, 204), code
+        wait_for(lambda: _task_state(url) == "FAILED", DEADLINE, "the task FAILED in REST")
+        moments.mark("the task FAILED in REST")
+        wait_for(lambda: _served_state(exporter, "FAILED") == 1, DEADLINE, "FAILED served")
+        assert _stalls(exporter.metrics()) == {c: float(c == "failed") for c in CAUSES}
+        # The failed task took Debezium's MBeans with it (the recordings' lesson: gone, not 0).
+        assert _connected(env[JMX], server) is None
+        # The worker's JMX status says failed (HesConnectorFailed without --connect-url).
+        wait_for(
+            lambda: _jmx_task_status(env[JMX]) == "failed", ONE_COLLECTION, "JMX status failed"
+        )
+        moments.record("task-failed-hes-down")
+        time.sleep(max(0.0, stopped + OUTAGE - time.monotonic()))
     finally:
         start_hes()
+    moments.mark("HES started")
 
-    wait_for(lambda: _sample(exporter, "vigia_hes_up") == 1, DEADLINE, "vigia_hes_up 1 again")
-    # The binlog client reconnects at its next keepalive (60 s in the recordings).
-    wait_for(lambda: _connected(env[JMX], server) == 1, DEADLINE, "Debezium Connected 1 again")
-    labels = {"connect": "it", "connector": CONNECTOR, "task": "0", "state": "RUNNING"}
+    wait_for(lambda: _sample_any(exporter, "vigia_hes_up") == 1, DEADLINE, "vigia_hes_up 1 again")
+    end_before = _topic_end_any(exporter)
+    rows, stamp = 10, int(time.time())
+    insert(env[WRITER], keys_of(f"it{run_id}-", 0, rows, stamp), stamp)
+    moments.mark(f"{rows} rows written to the HES")
     wait_for(
-        lambda: _sample(exporter, "kafka_connect_task_state", **labels) == 1,
+        lambda: (_sample_any(exporter, "vigia_hes_newest_row_timestamp_seconds") or 0) >= stamp,
         DEADLINE,
-        "the task RUNNING",
+        "the exporter to read the new rows",
     )
+    # The HES is up and has rows to move: the task still FAILED, for a collection more, and
+    # nothing reached the topic.
+    until = time.monotonic() + ONE_COLLECTION
+    while time.monotonic() < until:
+        assert _task_state(url) == "FAILED"
+        assert _served_state(exporter, "FAILED") == 1
+        assert _stalls(exporter.metrics())["failed"] == 1
+        time.sleep(1)
+    assert _topic_end_any(exporter) == end_before
+    moments.record("task-failed-hes-back")
+
+    code = _restart_task(url)
+    moments.mark(f"POST tasks/0/restart with the HES back: {code}")
+    assert code in (202, 204), code
+    wait_for(lambda: _served_state(exporter, "RUNNING") == 1, DEADLINE, "the task RUNNING")
+    wait_for(
+        lambda: _topic_end_any(exporter) >= end_before + rows,
+        DEADLINE,
+        f"{TOPIC}'s end offsets to grow by the {rows} rows",
+    )
+    moments.mark("the rows reached the topic")
+    wait_for(lambda: _connected(env[JMX], server) == 1, DEADLINE, "Debezium Connected 1 again")
     _not_stalled(exporter)
     _flow_settles(exporter)
+    moments.record("recovered")
+
+
+def _jmx_task_status(jmx_url: str) -> str | None:
+    """The worker's own `kafka_connect_task_status` for task 0 (the state at 1), if served."""
+    scrape = httpx.get(jmx_url, timeout=5).text
+    pattern = (
+        rf'^kafka_connect_task_status\{{connector="{CONNECTOR}",status="(\w+)",task="0",?\}} 1'
+    )
+    found = re.search(pattern, scrape, re.M)
+    return None if found is None else found.group(1)
+
+
+def _sample_any(running: Running, name: str, **labels: str) -> float | None:
+    """A series' value whatever the stall series say (the drill expects some)."""
+    return value(running.metrics(), name, **labels)
+
+
+def _topic_end_any(running: Running) -> int:
+    return int(
+        sum(
+            v
+            for (name, labels), v in running.metrics().items()
+            if name == "kafka_topic_partition_current_offset" and labels["topic"] == TOPIC
+        )
+    )
