@@ -1,7 +1,6 @@
-"""What the HES leg's real-stack tests share (test_hes_leg_end_to_end.py,
-test_connect_worker_killed.py): the exporter's flags, rows written with the HES's writer user, the
-topic's end offsets straight from the cluster, and the ingest job's available-now runs whose
-Parquet is read back by key."""
+"""What the HES leg's real-stack drills use (test_hes_leg_end_to_end.py): the exporter's flags,
+rows written with the HES's writer user, the topic's end offsets straight from the cluster, and the
+ingest job's available-now runs whose Parquet is read back by key."""
 
 from __future__ import annotations
 
