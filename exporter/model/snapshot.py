@@ -230,9 +230,13 @@ class ClusterSnapshot:
 
 
 # "Broker handle destroyed": librdkafka retired the handle of a broker that left the metadata and
-# failed the requests queued on it (_DESTROY_BROKER).
+# failed the requests queued on it (_DESTROY_BROKER). "Broker transport failure" (_TRANSPORT): the
+# connection to a broker in its controlled shutdown closed under a request (a real cluster's
+# rolling restart, one collection before the broker left the metadata).
 _BROKER_MOTION = re.compile(
-    r"timed?[ _]?out|not ?ready|connection|coordinator|leader|broker handle destroyed", re.I
+    r"timed?[ _]?out|not ?ready|connection|coordinator|leader|broker handle destroyed"
+    r"|broker transport failure",
+    re.I,
 )
 
 

@@ -75,6 +75,20 @@ def test_a_request_to_a_broker_handle_librdkafka_retired_is_broker_motion_too() 
     assert not derive(None, _collection((retired,))).up  # with no broker moving, a failure
 
 
+def test_a_broker_config_request_cut_by_its_controlled_shutdown_is_broker_motion_too() -> None:
+    """Recorded on the real cluster's rolling restart (CI run of 2026-11-26): the broker's own
+    DescribeConfigs lost its connection while the broker left the ISRs, one collection before it
+    left the metadata; the exporter said up 0 for that one collection."""
+    cut = PhaseError(
+        "configs",
+        "1 of 12 resources failed, first: 1: KafkaError _TRANSPORT: Failed while waiting for "
+        "response from broker: Local: Broker transport failure",
+    )
+    snapshot = _snap(100.0, {"t": [(2, 10), (3, 10)]}, isr=(2, 3), errors=(cut,))
+    assert derive(None, snapshot).up
+    assert not derive(None, _collection((cut,))).up  # with no broker moving, a failure
+
+
 @pytest.mark.parametrize(
     "error",
     [

@@ -2,7 +2,7 @@
 issue 10 §1: the exporter; issue 14: the ingest job).
 
 - Rolling restarts, one for each: every broker stopped in turn, started again once the exporter
-  reports it down (then 5 s) or after 10 s, the next one once it is back (in the exporter's view
+  reports it down (then 2 s) or after 5 s, the next one once it is back (in the exporter's view
   with its log dirs; or with every partition of the job's topic in sync). Apart, because on two
   cores the job's Spark and the exporter's collections slow each other's brokers' restarts: under
   one rolling restart together they took longer than the two one after the other.
@@ -62,7 +62,7 @@ def test_up_stays_1_through_a_rolling_restart_and_the_probe_covers_every_broker_
 ) -> None:
     exporter, watch = watched
     for broker in brokers.ids():
-        stop_and_start(exporter, brokers, broker, 5)
+        stop_and_start(exporter, brokers, broker, 2)
     # Each restart moved its probe partition's leader away; the probe elects them back.
     wait_for(
         lambda: (
@@ -98,7 +98,7 @@ def test_the_job_rides_through_a_rolling_restart_of_every_broker(
     def roll() -> None:
         for broker in brokers.ids():
             brokers.stop(broker)
-            time.sleep(10)  # a restart, not an outage: the 60 s stop is the other test
+            time.sleep(5)  # a restart, not an outage: the 60 s stop is the other test
             brokers.start(broker)
             brokers.wait_in_sync(topic, broker)
 
