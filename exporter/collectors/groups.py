@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from exporter.collectors.base import StateCollector, StateSource, gauge
@@ -22,34 +21,17 @@ class ConsumerGroupCollector(StateCollector):
 
     def families(self, state: ExporterState) -> Iterator[Metric]:
         per_partition = self._per_partition
-        current = GaugeMetricFamily(
-            "kafka_consumergroup_current_offset", "Committed offset of the group.", labels=_GTP
-        )
-        current_sum = GaugeMetricFamily(
-            "kafka_consumergroup_current_offset_sum",
-            "Sum of the group's committed offsets over the topic's partitions.",
-            labels=_GT,
-        )
-        lag = GaugeMetricFamily(
-            "kafka_consumergroup_lag",
-            "Latest offset minus committed offset, clamped at 0; no series without a commit.",
-            labels=_GTP,
-        )
-        lag_sum = GaugeMetricFamily(
-            "kafka_consumergroup_lag_sum",
-            "Sum of kafka_consumergroup_lag over the topic.",
-            labels=_GT,
-        )
+        current: dict[tuple[str, str, int], int] = {}
+        lag: dict[tuple[str, str, int], int] = {}
         offset_sums: dict[tuple[str, str], int] = {}
         lag_sums: dict[tuple[str, str], int] = {}
         for item in state.group_lags:
             key = (item.group, item.topic)
             offset_sums[key] = offset_sums.get(key, 0) + item.committed
             if per_partition:
-                labels = [item.group, item.topic, str(item.partition)]
-                current.add_metric(labels, item.committed)
+                current[(item.group, item.topic, item.partition)] = item.committed
                 if item.lag is not None:
-                    lag.add_metric(labels, item.lag)
+                    lag[(item.group, item.topic, item.partition)] = item.lag
             if item.lag is not None:
                 lag_sums[key] = lag_sums.get(key, 0) + item.lag
         # A live member owns it but nothing is committed: its whole backlog is lag (docs/lag.md).
@@ -61,16 +43,34 @@ class ConsumerGroupCollector(StateCollector):
             uncommitted[key] = uncommitted.get(key, 0) + 1
             if u.owned and u.backlog is not None:
                 if per_partition:
-                    lag.add_metric([u.group, u.topic, str(u.partition)], u.backlog)
+                    lag[(u.group, u.topic, u.partition)] = u.backlog
                 lag_sums[key] = lag_sums.get(key, 0) + u.backlog
-        for (group, topic), value in offset_sums.items():
-            current_sum.add_metric([group, topic], value)
-        for (group, topic), value in lag_sums.items():
-            lag_sum.add_metric([group, topic], value)
         if per_partition:
-            yield from (current, current_sum, lag, lag_sum)
-        else:
-            yield from (current_sum, lag_sum)
+            yield gauge(
+                "kafka_consumergroup_current_offset",
+                "Committed offset of the group.",
+                _GTP,
+                current,
+            )
+        yield gauge(
+            "kafka_consumergroup_current_offset_sum",
+            "Sum of the group's committed offsets over the topic's partitions.",
+            _GT,
+            offset_sums,
+        )
+        if per_partition:
+            yield gauge(
+                "kafka_consumergroup_lag",
+                "Latest offset minus committed offset, clamped at 0; no series without a commit.",
+                _GTP,
+                lag,
+            )
+        yield gauge(
+            "kafka_consumergroup_lag_sum",
+            "Sum of kafka_consumergroup_lag over the topic.",
+            _GT,
+            lag_sums,
+        )
         yield gauge(
             "kafka_consumergroup_uncommitted_partitions",
             "Partitions of a topic the group consumes without a committed offset; those a live "
@@ -79,22 +79,19 @@ class ConsumerGroupCollector(StateCollector):
             _GT,
             uncommitted,
         )
-
-        members = GaugeMetricFamily(
-            "kafka_consumergroup_members", "Members of the group.", labels=["consumergroup"]
+        groups = state.snapshot.groups
+        yield gauge(
+            "kafka_consumergroup_members",
+            "Members of the group.",
+            ["consumergroup"],
+            {g.group_id: len(g.members) for g in groups if g.members is not None},
         )
-        info = GaugeMetricFamily(
+        yield gauge(
             "kafka_consumergroup_info",
             "Group state and partition assignor (value 1).",
-            labels=["consumergroup", "state", "protocol"],
+            ["consumergroup", "state", "protocol"],
+            {(g.group_id, g.state, g.protocol or ""): 1 for g in groups if g.state is not None},
         )
-        for g in state.snapshot.groups:
-            if g.members is not None:
-                members.add_metric([g.group_id], len(g.members))
-            if g.state is not None:
-                info.add_metric([g.group_id, g.state, g.protocol or ""], 1)
-        yield members
-        yield info
         yield gauge(
             "kafka_consumergroup_access_denied",
             "1 for a group the exporter's ACLs do not let it describe or read the offsets of; no "

@@ -11,10 +11,12 @@ probe's histograms carry none).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.utils import floatToGoString
+
+from exporter.collectors.base import KeyedFamily, LabelKey
 
 # The classic text format, which every Prometheus version reads (prometheus_client's own constant
 # now announces 1.0.0, the UTF-8-names variant this writer does not produce).
@@ -47,6 +49,9 @@ def text(metrics: Iterable[Metric]) -> str:
         name = f"{metric.name}_total" if metric.type == "counter" else metric.name
         doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
         append(f"# HELP {name} {doc}\n# TYPE {name} {metric.type}\n")
+        if isinstance(metric, KeyedFamily):
+            _keyed_lines(metric, append, formatted)
+            continue
         for s in metric.samples:
             value = formatted.get(s.value)
             if value is None:
@@ -61,3 +66,25 @@ def text(metrics: Iterable[Metric]) -> str:
             else:
                 append(f"{s.name} {value}\n")
     return "".join(out)
+
+
+def _keyed_lines(
+    family: KeyedFamily[LabelKey], append: Callable[[str], None], formatted: dict[float, str]
+) -> None:
+    """The sample lines of a family held as a mapping, as `text` writes those of a Sample each:
+    labels sorted by name."""
+    names = family.label_names
+    order = sorted(range(len(names)), key=names.__getitem__)
+    sample = family.sample_name
+    for key, number in family.values.items():
+        value = formatted.get(number)
+        if value is None:
+            value = floatToGoString(number)  # type: ignore[no-untyped-call]
+            if len(formatted) < _FORMATTED_MAX:
+                formatted[number] = value
+        if not names:
+            append(f"{sample} {value}\n")
+            continue
+        parts = key if isinstance(key, tuple) else (key,)
+        labels = ",".join([f'{names[i]}="{_escape_value(str(parts[i]))}"' for i in order])
+        append(f"{sample}{{{labels}}} {value}\n")

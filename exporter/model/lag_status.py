@@ -53,13 +53,15 @@ Use from the collection loop (keep one tracker for the life of the process)::
 
 `observe(..., prune=True)` forgets every key absent from the call (deleted groups, topics,
 partitions); pass `prune=False` when the group phase failed partially so windows are not lost.
-Memory: at most `window_size` observations per key observed in the last pruning call.
+Memory: at most `window_size` observations per key observed in the last pruning call, kept as
+columns (≈ 0.4 KB per key at the default window). A window that stays full of one (committed,
+latest) pair keeps its evaluation instead of redoing it (`_Window`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -146,21 +148,36 @@ def evaluate_partition(
     """Status of one group-partition from its observations, oldest first (at most `window_size`)."""
     if window_size < 2:
         raise ValueError(f"window_size must be at least 2, got {window_size}")
-    if not window:
-        return PartitionEvaluation(PartitionStatus.OK, 0.0, 0)
     window = list(window)[-window_size:]
-    newest = window[-1]
-    complete = len(window) / window_size
-    status = _verdict(window, allowed_lag) if complete >= 1.0 else PartitionStatus.OK
-    return PartitionEvaluation(status, complete, newest.lag)
+    return _evaluate(
+        [o.committed for o in window],
+        [o.latest for o in window],
+        bool(window) and window[-1].assigned,
+        window_size,
+        allowed_lag,
+    )
 
 
-def _verdict(window: Sequence[Observation], allowed_lag: int) -> PartitionStatus:
-    newest = window[-1]
-    if newest.lag <= allowed_lag:
+def _evaluate(
+    committed: list[int], latest: list[int], assigned: bool, window_size: int, allowed_lag: int
+) -> PartitionEvaluation:
+    """The evaluation of a window given as columns, oldest first; `assigned`: the newest one's.
+    It reads nothing else (not the times): what `LagStatusTracker` relies on to keep it."""
+    if not committed:
+        return PartitionEvaluation(PartitionStatus.OK, 0.0, 0)
+    complete = len(committed) / window_size
+    lag = max(0, latest[-1] - committed[-1])
+    if complete < 1.0:
+        return PartitionEvaluation(PartitionStatus.OK, complete, lag)
+    return PartitionEvaluation(_verdict(committed, latest, assigned, allowed_lag), complete, lag)
+
+
+def _verdict(
+    committed: list[int], latest: list[int], assigned: bool, allowed_lag: int
+) -> PartitionStatus:
+    if max(0, latest[-1] - committed[-1]) <= allowed_lag:
         return PartitionStatus.OK
-    committed = [o.committed for o in window]
-    lags = [o.latest - o.committed for o in window]
+    lags = [x - c for c, x in zip(committed, latest, strict=True)]
     if min(lags) < 0:  # clamped only when needed: max() per element dominates this function
         lags = [max(0, lag) for lag in lags]
     highest = max(committed)
@@ -168,12 +185,12 @@ def _verdict(window: Sequence[Observation], allowed_lag: int) -> PartitionStatus
     # Burrow's "recent lag zero" (a latest offset of the window within reach of the last commit)
     # is, with an unchanged commit, the same as a lag within the allowed lag somewhere.
     caught_up_once = min(lags) <= allowed_lag
-    if never_moved and not newest.assigned and not caught_up_once:
+    if never_moved and not assigned and not caught_up_once:
         return PartitionStatus.STOP
     # A sequence went down somewhere exactly when it is not already sorted (sorted() runs in C:
     # this is the hot loop when every group-partition of a large cluster is evaluated).
     went_back = committed != sorted(committed)
-    if went_back and newest.committed < highest:
+    if went_back and committed[-1] < highest:
         return PartitionStatus.REWIND
     if caught_up_once:
         return PartitionStatus.OK
@@ -195,6 +212,83 @@ def group_status(statuses: Iterable[PartitionStatus]) -> GroupStatus:
     return worst
 
 
+class _Window:
+    """One key's last observations, oldest first, as columns (a quarter of the memory of a deque
+    of `Observation`s, 12,000 of them at 2,000 groups), and its last evaluation while `steady`
+    (issue 24)."""
+
+    __slots__ = ("assigned", "committed", "evaluation", "latest", "steady", "times")
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.committed = array("q")
+        self.latest = array("q")
+        self.assigned = bytearray()
+        # The window is full and every observation in it has the same committed and latest
+        # offsets: a new observation equal to them, with the same `assigned`, leaves every column
+        # `_evaluate` reads as it was, so `evaluation` (when set) still holds.
+        self.steady = False
+        self.evaluation: PartitionEvaluation | None = None
+
+    def append(self, observation: Observation, size: int) -> None:
+        if self.times and observation.time <= self.times[-1]:
+            # The same collection fed twice (or a clock step back): keep the newer reading only.
+            logger.debug("observation not newer than the last one; replacing it")
+            self._pop()
+        committed, latest = observation.committed, observation.latest
+        same = (
+            self.steady
+            and committed == self.committed[-1]
+            and latest == self.latest[-1]
+            and observation.assigned == bool(self.assigned[-1])
+        )
+        self.times.append(observation.time)
+        self.committed.append(committed)
+        self.latest.append(latest)
+        self.assigned.append(observation.assigned)
+        if len(self.times) > size:
+            del self.times[0], self.committed[0], self.latest[0], self.assigned[0]
+        if not same:
+            self.evaluation = None
+            self.steady = len(self.times) == size and _constant(self.committed, self.latest)
+
+    def _pop(self) -> None:
+        self.times.pop()
+        self.committed.pop()
+        self.latest.pop()
+        self.assigned.pop()
+        self.steady = False
+        self.evaluation = None
+
+    def observations(self) -> tuple[Observation, ...]:
+        return tuple(
+            Observation(t, c, x, bool(a))
+            for t, c, x, a in zip(
+                self.times, self.committed, self.latest, self.assigned, strict=True
+            )
+        )
+
+    def evaluate(self, window_size: int, allowed_lag: int) -> PartitionEvaluation:
+        if self.evaluation is not None:
+            return self.evaluation
+        evaluation = _evaluate(
+            self.committed.tolist(),
+            self.latest.tolist(),
+            bool(self.assigned) and bool(self.assigned[-1]),
+            window_size,
+            allowed_lag,
+        )
+        if self.steady:
+            self.evaluation = evaluation
+        return evaluation
+
+
+def _constant(committed: array[int], latest: array[int]) -> bool:
+    return committed.count(committed[0]) == len(committed) and latest.count(latest[0]) == len(
+        latest
+    )
+
+
 class LagStatusTracker:
     """Sliding windows of observations per (group, topic, partition), evaluated on demand."""
 
@@ -205,7 +299,7 @@ class LagStatusTracker:
             raise ValueError(f"allowed_lag must be ≥ 0, got {allowed_lag}")
         self.window_size = window_size
         self.allowed_lag = allowed_lag
-        self._windows: dict[PartitionKey, deque[Observation]] = {}
+        self._windows: dict[PartitionKey, _Window] = {}
 
     def __len__(self) -> int:
         return len(self._windows)
@@ -214,21 +308,24 @@ class LagStatusTracker:
         self, observations: Mapping[PartitionKey, Observation], *, prune: bool = True
     ) -> None:
         """Append one collection's observations; with `prune`, forget keys absent from it."""
+        windows, size = self._windows, self.window_size
         for key, observation in observations.items():
-            window = self._windows.get(key)
+            window = windows.get(key)
             if window is None:
-                window = self._windows[key] = deque(maxlen=self.window_size)
-            elif window and observation.time <= window[-1].time:
-                # The same collection fed twice (or a clock step back): keep the newer reading only.
-                logger.debug("observation for %s not newer than the last one; replacing it", key)
-                window.pop()
-            window.append(observation)
+                window = windows[key] = _Window()
+            window.append(observation, size)
         if prune:
-            for key in self._windows.keys() - observations.keys():
-                del self._windows[key]
+            for key in windows.keys() - observations.keys():
+                del windows[key]
 
     def window(self, key: PartitionKey) -> tuple[Observation, ...]:
-        return tuple(self._windows.get(key, ()))
+        window = self._windows.get(key)
+        return () if window is None else window.observations()
+
+    def last_assigned(self, key: PartitionKey) -> bool:
+        """Whether a live member owned the partition at its newest observation (False: none)."""
+        window = self._windows.get(key)
+        return window is not None and bool(window.assigned) and bool(window.assigned[-1])
 
     def evaluate(self, keys: Iterable[PartitionKey] | None = None) -> LagStatusReport:
         """Every window, or only `keys` (e.g. those observed in the current collection, so that
@@ -239,12 +336,8 @@ class LagStatusTracker:
             if keys is None
             else ((key, self._windows[key]) for key in keys if key in self._windows)
         )
-        partitions = {
-            key: evaluate_partition(
-                window, window_size=self.window_size, allowed_lag=self.allowed_lag
-            )
-            for key, window in selected
-        }
+        size, allowed = self.window_size, self.allowed_lag
+        partitions = {key: window.evaluate(size, allowed) for key, window in selected}
         by_group: dict[str, list[PartitionEvaluation]] = {}
         for (group, _, _), evaluation in partitions.items():
             by_group.setdefault(group, []).append(evaluation)

@@ -624,8 +624,7 @@ def _lag_status(
         if assignment is None:
             # DescribeGroups failed for this group: keep the last known membership rather than
             # calling a live consumer stopped.
-            window = tracker.window(key)
-            assigned = window[-1].assigned if window else False
+            assigned = tracker.last_assigned(key)
         else:
             assigned = (item.topic, item.partition) in assignment
         observations[key] = Observation(

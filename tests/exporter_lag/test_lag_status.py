@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -259,3 +260,42 @@ def test_tracker_replaces_an_observation_that_is_not_newer() -> None:
     tracker.observe({key: Observation(10.0, 1, 5)})
     tracker.observe({key: Observation(10.0, 2, 6)})
     assert tracker.window(key) == (Observation(10.0, 2, 6),)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tracker_keeps_evaluations_only_where_recomputing_gives_the_same(seed: int) -> None:
+    """The tracker keeps a steady window's evaluation (issue 24): against evaluating each window
+    afresh, over random runs of offsets that stay, move, rewind, repeat a collection's time and
+    change owner, every evaluation is the same."""
+    rng = random.Random(seed)
+    size = rng.choice((2, 3, 5, 10))
+    tracker = LagStatusTracker(window_size=size, allowed_lag=rng.choice((0, 0, 3)))
+    keys = [("g", "t", p) for p in range(4)]
+    offsets = {key: (rng.randrange(20), rng.randrange(20, 40)) for key in keys}
+    owned = dict.fromkeys(keys, False)
+    t = 0.0
+    for _ in range(60):
+        t += rng.choice((15.0, 15.0, 15.0, 0.0))  # 0: the same collection fed again
+        for key in keys:
+            committed, latest = offsets[key]
+            move = rng.random()
+            if move < 0.15:
+                committed = max(0, committed - rng.randrange(1, 5))
+            elif move < 0.35:
+                committed += rng.randrange(0, 3)
+            if rng.random() < 0.2:
+                latest += rng.randrange(0, 3)
+            if rng.random() < 0.05:
+                owned[key] = not owned[key]
+            offsets[key] = (committed, latest)
+        observed = rng.sample(keys, rng.randrange(1, len(keys) + 1))
+        tracker.observe(
+            {k: Observation(t, *offsets[k], owned[k]) for k in observed},
+            prune=rng.random() < 0.9,
+        )
+        report = tracker.evaluate(keys)
+        for key, evaluation in report.partitions.items():
+            fresh = evaluate_partition(
+                tracker.window(key), window_size=size, allowed_lag=tracker.allowed_lag
+            )
+            assert evaluation == fresh, (key, tracker.window(key))
