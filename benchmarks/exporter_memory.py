@@ -2,11 +2,12 @@
 
 Feeds the synthetic collections of `benchmarks/group_load.py` (N groups × P partitions, offsets
 moving, no Kafka) through `derive` and `render` as the exporter does, keeping what the running
-exporter keeps: the trackers (`History`), the latest state, and the last two states with their
-exposition (the web app's per-state cache). After each collection it prints the process's RSS and,
-every `--every` collections, the deep size of each holder (offset history, lag-status windows,
-retention windows, ISR history, record-time cache, the states, the exposition) and, with
-`--tracemalloc`, the largest allocation sites still alive.
+exporter keeps: the trackers (`History`), the latest state and the last two expositions (the web
+app's per-state cache, which holds its states weakly; `--kept-states 2` plays the cache before
+issue 24, which held the last two states too). After each collection it prints the process's
+RSS and, every `--every` collections, the deep size of each holder (offset history, lag-status
+windows, retention windows, ISR history, record-time cache, the states, the exposition) and,
+with `--tracemalloc`, the largest allocation sites still alive.
 
 Collections follow each other as fast as the CPU allows (15 s apart in simulated time): a run of
 240 collections is an hour of the exporter's life in a few minutes, so growth per collection is
@@ -61,22 +62,22 @@ def _holders(history: History, states: list[ExporterState], body: bytes) -> str:
         total = _deep_size(tuple(parts.values())[: n + 1])
         sizes[name] = (total - counted) / MB
         counted = total
-    sizes["previous state (rest)"] = (_deep_size((*parts.values(), *states)) - counted) / MB
+    sizes["older states kept (rest)"] = (_deep_size((*parts.values(), *states)) - counted) / MB
     sizes["exposition bytes"] = len(body) / MB
     return ", ".join(f"{name} {size:.1f}" for name, size in sizes.items())
 
 
-def run(load: GroupLoad, count: int, every: int, trace: bool) -> None:
+def run(load: GroupLoad, count: int, every: int, trace: bool, kept_states: int) -> None:
     if trace:
         tracemalloc.start()
     history = History.create()
-    kept: list[ExporterState] = []  # the web app's cache: the last two states
+    kept: list[ExporterState] = []
     bodies: list[bytes] = []
     state: ExporterState | None = None
     start_rss = _rss()
     for i in range(count):
         state = derive(state, with_record_times(snapshot(load, i), state), history)
-        kept = [*kept[-1:], state]
+        kept = [*kept[len(kept) + 1 - kept_states :], state]
         bodies = [*bodies[-1:], render(state).encode("utf-8")]
         rss = _rss()
         log.info("collection %3d: RSS %.1f MB (%+.1f since the start)", i + 1, rss, rss - start_rss)
@@ -84,6 +85,8 @@ def run(load: GroupLoad, count: int, every: int, trace: bool) -> None:
             gc.collect()
             log.info("  held (MB): %s", _holders(history, kept, bodies[-1]))
             if trace:
+                current, peak = tracemalloc.get_traced_memory()
+                log.info("  traced: %.1f MB now, %.1f MB at the peak", current / MB, peak / MB)
                 top = tracemalloc.take_snapshot().statistics("lineno")[:12]
                 for stat in top:
                     log.info(
@@ -100,6 +103,7 @@ def main() -> None:
     parser.add_argument("--collections", type=int, default=60)
     parser.add_argument("--every", type=int, default=20, help="holders printed every N")
     parser.add_argument("--tracemalloc", action="store_true", help="allocation sites (slower)")
+    parser.add_argument("--kept-states", type=int, default=1, help="states held (default 1)")
     args = parser.parse_args()
     setup_logging("INFO")
     tune_gc()  # as vigia-exporter does
@@ -114,7 +118,7 @@ def main() -> None:
         args.collections,
         _rss(),
     )
-    run(load, args.collections, args.every, args.tracemalloc)
+    run(load, args.collections, args.every, args.tracemalloc, args.kept_states)
 
 
 if __name__ == "__main__":

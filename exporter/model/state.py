@@ -129,7 +129,8 @@ class History:
         )
 
 
-@dataclass(frozen=True, slots=True)
+# Weakly referenced by the web app's per-state caches (exporter/web/app.py).
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class ExporterState:
     snapshot: ClusterSnapshot
     collections_total: int
@@ -201,8 +202,10 @@ class ExporterState:
         )
 
 
-def _frozen(d: Mapping[K, V]) -> Mapping[K, V]:
-    return MappingProxyType(dict(d))
+def _frozen(d: dict[K, V]) -> Mapping[K, V]:
+    """A dict `derive` built for this state, read-only. Wrapped, not copied: nothing else holds
+    it, and a copy of each would double the state's maps while it is built (issue 24 §4)."""
+    return MappingProxyType(d)
 
 
 def derive(

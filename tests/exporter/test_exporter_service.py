@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
+import weakref
 from dataclasses import replace
 
 import pytest
@@ -279,3 +281,20 @@ def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
         service.collect_once()
         client.get("/metrics")
         assert len(rendered) == 2
+
+
+def test_the_per_state_caches_keep_no_older_state_alive() -> None:
+    """Issue 24 §4: a state is ≈15 MB at 2,000 groups; the caches of /metrics and the JSON hold
+    the states they were built for weakly, so only the service's latest one stays."""
+    service = CollectionService(FakeCluster(snapshot("healthy")).adapter().collect, 60, 5)
+    with TestClient(create_app(service, manage_service=False)) as client:
+        service.collect_once()
+        first = client.get("/metrics").content
+        assert client.get("/api/v1/cluster").status_code == 200
+        assert service.state is not None
+        older = weakref.ref(service.state)
+        service.collect_once()
+        assert client.get("/metrics").content.startswith(first[:100])
+        assert client.get("/api/v1/cluster").status_code == 200
+        gc.collect()
+        assert older() is None
