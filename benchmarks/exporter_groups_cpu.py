@@ -5,7 +5,8 @@ synthetic collections of `benchmarks/group_load.py` (no Kafka: the collection it
 After a full lag-status window of warm-up collections (rates, lag seconds, statuses and retention
 windows all computed), each of `--collections` collections is derived and rendered at the default
 granularity once, as the exporter does for a scraped collection; process CPU time
-(time.process_time), medians printed. `--profile` prints cProfile's top functions of one more
+(time.process_time), medians and least values printed (the least is the one the machine's
+neighbours disturbed least). `--profile` prints cProfile's top functions of one more
 collection instead of timing it.
 
     python -m benchmarks.exporter_groups_cpu                       # 2,000 groups, a quarter busy
@@ -56,7 +57,8 @@ def measure(load: GroupLoad, warmup: int, count: int, profile: bool) -> None:
     assert state is not None
     log.info(
         "%d groups × %d partitions (%d%% of %d group topics busy), %d group-partitions, "
-        "%d series: derive %.3f + render %.3f = %.3f CPU-s per collection (medians of %d)",
+        "%d series: derive %.3f + render %.3f = %.3f CPU-s per collection (medians of %d; "
+        "least %.3f + %.3f)",
         load.groups,
         load.partitions,
         round(100 * load.busy),
@@ -67,6 +69,8 @@ def measure(load: GroupLoad, warmup: int, count: int, profile: bool) -> None:
         statistics.median(render_cpu),
         statistics.median(d + r for d, r in zip(derive_cpu, render_cpu, strict=True)),
         count,
+        min(derive_cpu),
+        min(render_cpu),
     )
     if profile:
         snap = with_record_times(snapshot(load, warmup + count), state)

@@ -41,6 +41,8 @@ class Committed(Protocol):
     def committed(self) -> int: ...
     @property
     def lag(self) -> int | None: ...  # None when the partition's latest offset is unknown
+    @property
+    def key(self) -> GTP: ...  # (group, topic, partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,7 @@ def retention_view(
         if not isinstance(topic_limits, Retention):
             continue
         log = logs.get((item.topic, item.partition))
-        key = (item.group, item.topic, item.partition)
+        key = item.key
         margin = None
         if log is not None:
             age, method = lag_seconds.get(key), lag_methods.get(key)
@@ -138,9 +140,7 @@ def retention_view(
         if key in margins
     }
 
-    losses = tracker.losses(
-        {(i.group, i.topic, i.partition): i.committed for i in items}, earliest, prune=complete
-    )
+    losses = tracker.losses({i.key: i.committed for i in items}, earliest, prune=complete)
     budgets: dict[str, Margin] = {}
     for topic in snapshot.topics:
         limits = retention[topic.name]
