@@ -27,7 +27,7 @@ import time
 from benchmarks.group_load import GroupLoad, snapshot, with_record_times
 from common.logs import setup_logging
 from exporter.cli import tune_gc
-from exporter.collectors import render
+from exporter.collectors import render_bytes
 from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
 from exporter.model.state import ExporterState, History, derive
 
@@ -39,21 +39,21 @@ def measure(load: GroupLoad, warmup: int, count: int, profile: bool) -> None:
     state: ExporterState | None = None
     for i in range(warmup):
         state = derive(state, with_record_times(snapshot(load, i), state), history)
-        render(state)
+        render_bytes(state)
     derive_cpu: list[float] = []
     render_cpu: list[float] = []
-    body = ""
+    body = b""
     for i in range(warmup, warmup + count):
         snap = with_record_times(snapshot(load, i), state)
         gc.collect()
         started = time.process_time()
         state = derive(state, snap, history)
         derived = time.process_time()
-        body = render(state)
+        body = render_bytes(state)
         derive_cpu.append(derived - started)
         render_cpu.append(time.process_time() - derived)
         log.debug("collection %d: derive %.3f, render %.3f", i, derive_cpu[-1], render_cpu[-1])
-    series = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
+    series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
     assert state is not None
     log.info(
         "%d groups × %d partitions (%d%% of %d group topics busy), %d group-partitions, "
@@ -76,7 +76,7 @@ def measure(load: GroupLoad, warmup: int, count: int, profile: bool) -> None:
         snap = with_record_times(snapshot(load, warmup + count), state)
         profiler = cProfile.Profile()
         profiler.enable()
-        render(derive(state, snap, history))
+        render_bytes(derive(state, snap, history))
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
 

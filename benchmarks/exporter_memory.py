@@ -33,7 +33,7 @@ from benchmarks.exporter_snapshot import _deep_size
 from benchmarks.group_load import GroupLoad, snapshot, with_record_times
 from common.logs import setup_logging
 from exporter.cli import tune_gc
-from exporter.collectors import render
+from exporter.collectors import render_bytes
 from exporter.model.state import ExporterState, History, derive
 
 log = logging.getLogger("benchmarks.exporter_memory")
@@ -78,7 +78,7 @@ def run(load: GroupLoad, count: int, every: int, trace: bool, kept_states: int) 
     for i in range(count):
         state = derive(state, with_record_times(snapshot(load, i), state), history)
         kept = [*kept[len(kept) + 1 - kept_states :], state]
-        bodies = [*bodies[-1:], render(state).encode("utf-8")]
+        bodies = [*bodies[-1:], render_bytes(state)]
         rss = _rss()
         log.info("collection %3d: RSS %.1f MB (%+.1f since the start)", i + 1, rss, rss - start_rss)
         if (i + 1) % every == 0 or i + 1 == count:

@@ -26,7 +26,7 @@ from exporter.collectors.kafka_errors import KafkaErrorCollector
 from exporter.collectors.lag import LagCollector
 from exporter.collectors.replicas import ReplicaCollector
 from exporter.collectors.retention import RetentionCollector
-from exporter.collectors.text_format import text
+from exporter.collectors.text_format import encoded, text
 from exporter.collectors.topics import TopicCollector
 from exporter.hes.watch import SourceWatcher
 from exporter.model.granularity import DEFAULT, Granularity
@@ -67,7 +67,14 @@ def collectors(
 
 def render(state: ExporterState | None, granularity: Granularity = DEFAULT) -> str:
     """The Prometheus text exposition of the collection families for this state."""
-    return text(m for c in collectors(lambda: state, granularity=granularity) for m in c.collect())
+    return render_bytes(state, granularity).decode("utf-8")
+
+
+def render_bytes(state: ExporterState | None, granularity: Granularity = DEFAULT) -> bytes:
+    """`render`, UTF-8 encoded, as /metrics serves it."""
+    return encoded(
+        m for c in collectors(lambda: state, granularity=granularity) for m in c.collect()
+    )
 
 
 def probe_collector(probe: ProbeRunner | None) -> ProbeCollector:

@@ -29,9 +29,9 @@ class ConsumerGroupCollector(StateCollector):
             key = (item.group, item.topic)
             offset_sums[key] = offset_sums.get(key, 0) + item.committed
             if per_partition:
-                current[(item.group, item.topic, item.partition)] = item.committed
+                current[item.key] = item.committed
                 if item.lag is not None:
-                    lag[(item.group, item.topic, item.partition)] = item.lag
+                    lag[item.key] = item.lag
             if item.lag is not None:
                 lag_sums[key] = lag_sums.get(key, 0) + item.lag
         # A live member owns it but nothing is committed: its whole backlog is lag (docs/lag.md).

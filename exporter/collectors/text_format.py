@@ -36,9 +36,15 @@ def _escape_value(value: str) -> str:
 
 
 def text(metrics: Iterable[Metric]) -> str:
-    # Each family's lines are joined as soon as it is written: the lines of a whole exposition at
-    # once (33,000 strings at 2,000 groups) were most of rendering's memory peak (issue 24 §4).
-    out: list[str] = []
+    return encoded(metrics).decode("utf-8")
+
+
+def encoded(metrics: Iterable[Metric]) -> bytes:
+    """The exposition as UTF-8, each family encoded as soon as it is written (issue 24 §4): the
+    lines of a whole exposition at once (33,000 strings at 2,000 groups), then one string of it
+    (two bytes a character, since some HELP texts are not ASCII) and its encoding were rendering's
+    memory peak, 15 MB for a 2.9 MB body."""
+    out: list[bytes] = []
     # Most values repeat (0, 1, statuses, broker ids, counts): format each distinct value once,
     # the small integers always, others while the cache is small. Equal numbers format equally
     # (floatToGoString goes through float()), so this is exact, except that a -0.0 is written
@@ -56,8 +62,8 @@ def text(metrics: Iterable[Metric]) -> str:
             _keyed_lines(metric, append, formatted)
         else:
             _sample_lines(metric, append, formatted)
-        out.append("".join(lines))
-    return "".join(out)
+        out.append("".join(lines).encode("utf-8"))
+    return b"".join(out)
 
 
 def _sample_lines(

@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from exporter.collectors import render, render_pace, render_probe, render_source
+from exporter.collectors import render_bytes, render_pace, render_probe, render_source
 from exporter.collectors.text_format import CONTENT_TYPE
 from exporter.connect.collector import CachedExposition, connect_json
 from exporter.connect.stall import Pipeline
@@ -106,7 +106,7 @@ def create_app(
                 service.stop()
 
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
-    exposition = _PerState(lambda s: render(s, granularity).encode("utf-8"))
+    exposition = _PerState(lambda s: render_bytes(s, granularity))
     # The document without its closing brace, so that the probe section can follow.
     cluster = _PerState(lambda s: None if s is None else _json_bytes(api.state_json(s))[:-1])
 

@@ -260,12 +260,12 @@ def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
 
     rendered: list[object] = []
 
-    def counting_render(state: object, granularity: Granularity = DEFAULT) -> str:
+    def counting_render(state: object, granularity: Granularity = DEFAULT) -> bytes:
         rendered.append(state)
         return real_render(state, granularity)  # type: ignore[arg-type]
 
-    real_render = exporter.web.app.render
-    monkeypatch.setattr(exporter.web.app, "render", counting_render)
+    real_render = exporter.web.app.render_bytes
+    monkeypatch.setattr(exporter.web.app, "render_bytes", counting_render)
     service = CollectionService(FakeCluster(snapshot("healthy")).adapter().collect, 60, 5)
     with TestClient(create_app(service, manage_service=False)) as client:
         service.collect_once()
