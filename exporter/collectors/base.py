@@ -36,9 +36,9 @@ _Key = TypeVar("_Key", bound=LabelKey)
 
 class KeyedFamily(Metric, Generic[_Key]):
     """A gauge or counter family held as {label values: value}, one series per entry, in the
-    mapping's order. `text` writes it straight from the mapping: building a `Sample` per series
-    was most of the rendering's time at 2,000 groups (issue 24); `samples` builds them for other
-    readers (a CollectorRegistry)."""
+    mapping's order. `text_format` writes it straight from the mapping: building a `Sample` per
+    series was most of the rendering's time at 2,000 groups (issue 24); `samples` builds them for
+    other readers (a CollectorRegistry)."""
 
     def __init__(
         self,
@@ -57,7 +57,9 @@ class KeyedFamily(Metric, Generic[_Key]):
     @property
     def samples(self) -> list[Sample]:
         return [
-            Sample(self.sample_name, dict(zip(self.label_names, label_values(key), strict=True)), v)
+            Sample(
+                self.sample_name, dict(zip(self.label_names, _label_values(key), strict=True)), v
+            )
             for key, v in self.values.items()
         ]
 
@@ -68,7 +70,7 @@ class KeyedFamily(Metric, Generic[_Key]):
             raise ValueError(f"{self.name}: samples come from its values")
 
 
-def label_values(key: LabelKey) -> list[str]:
+def _label_values(key: LabelKey) -> list[str]:
     return [str(part) for part in key] if isinstance(key, tuple) else [str(key)]
 
 
