@@ -371,8 +371,12 @@ class FakeLegacyAdmin:
             for gid in group_ids
         }
 
-    def describe_log_dirs(self, brokers: list[int]) -> list[dict[str, Any]]:
+    def describe_log_dirs(
+        self, topic_partitions: Mapping[str, list[int]] | None, brokers: list[int]
+    ) -> list[dict[str, Any]]:
         self._c.calls["describe_log_dirs"] += 1
+        # None ("all topics") makes kafka-python read the whole cluster's metadata first.
+        assert isinstance(topic_partitions, dict), "describe_log_dirs without its partitions"
         (broker,) = brokers
         if "describe_log_dirs" in self._c.faults.hang:
             self._c.released.wait()
