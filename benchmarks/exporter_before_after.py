@@ -8,6 +8,11 @@ measures it (CPU-s per collection after warm-up collections, phase medians, RSS,
 admin requests the brokers served per collection). kafka_exporter is left out: the comparison is
 between the two exporters, in the same run so that the machine's load is the same.
 
+`--collect-only` measures instead only what the Kafka adapter's `collect` costs (process CPU of a
+child that runs `KafkaAdapter.collect` every 15 s, librdkafka's and kafka-python's threads
+included, after 2 warm-up collections), without derive, render, the probe and record times: the
+part a change to exporter/kafka/ moves, which the whole exporter's noise on a shared machine hides.
+
     git archive BASE | tar -x -C /tmp/before
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporter_before_after \\
         --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --before /tmp/before \\
@@ -20,6 +25,7 @@ import argparse
 import logging
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -35,6 +41,8 @@ from benchmarks.exporter_cost_curve import (
     group_id,
     live_member,
     measure_vigia,
+    per_unit,
+    request_counts,
     sizes,
     trickle,
 )
@@ -60,6 +68,49 @@ def measured(
             os.environ["PYTHONPATH"] = saved
 
 
+COLLECT_ONLY = """
+import inspect, sys, time
+from exporter.kafka.adapter import KafkaAdapter
+from exporter.model.filters import Filters
+slow = {"slow_phase_interval": 60.0}
+if "slow_phase_interval" not in inspect.signature(KafkaAdapter).parameters:
+    slow = {}
+adapter = KafkaAdapter(sys.argv[1], {}, Filters(), **slow)
+spent, failed = [], 0
+for n in range(2 + int(sys.argv[2])):
+    began, cpu = time.monotonic(), time.process_time()
+    snapshot = adapter.collect(10)
+    if n >= 2:
+        spent.append(time.process_time() - cpu)
+        failed += not snapshot.ok
+    time.sleep(max(0.0, 15 - (time.monotonic() - began)))
+adapter.close()
+spent.sort()
+print(f"{sum(spent) / len(spent):.3f} mean, {spent[len(spent) // 2]:.3f} median CPU-s per collect "
+      f"({len(spent)} collections, {failed} not ok)")
+"""
+
+
+def collect_only(before: Path | None, bootstrap: str, jmx: list[str], n: int) -> str:
+    """The adapter's collect alone, in a child importing `before`'s code (or this checkout's)."""
+    env = dict(os.environ)
+    if before is not None:
+        env["PYTHONPATH"] = str(before)
+    served = request_counts(jmx)
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECT_ONLY, bootstrap, str(n)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60 + 15 * (n + 2),
+        check=False,
+    )
+    requests = per_unit(served, request_counts(jmx), n + 2)
+    counted = ", ".join(f"{api} {requests[api]:,.1f}" for api in ADMIN_APIS if requests.get(api))
+    out = done.stdout.strip() or done.stderr[-2000:]
+    return f"{out}\n    requests per collection (warm-up included): {counted}"
+
+
 def line(label: str, groups: int, run: VigiaRun) -> str:
     requests = ", ".join(
         f"{api} {run.requests[api]:,.1f}" for api in ADMIN_APIS if run.requests.get(api)
@@ -80,6 +131,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=400, help="the topic base")
     parser.add_argument("--live-groups", type=int, default=10, help="groups with a live member")
     parser.add_argument("--collections", type=int, default=3)
+    parser.add_argument("--collect-only", action="store_true", help="the adapter's collect alone")
     args = parser.parse_args()
     setup_logging("INFO")
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -110,8 +162,12 @@ def main() -> None:
             time.sleep(5)  # the members join before the exporters look
             jmx = list(cluster.jmx_urls().values())
             for label, source in (("before", args.before), ("after", None)):
-                run = measured(source, bootstrap, jmx, workdir, args.collections)
-                lines.append(line(label, size, run))
+                if args.collect_only:
+                    text = collect_only(source, bootstrap, jmx, args.collections)
+                    lines.append(f"{label:6} {size:>5} groups: {text}")
+                else:
+                    run = measured(source, bootstrap, jmx, workdir, args.collections)
+                    lines.append(line(label, size, run))
                 print(lines[-1], flush=True)
     finally:
         stop.set()
