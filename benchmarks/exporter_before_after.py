@@ -52,16 +52,23 @@ from tests.realstack.kafka_cluster import KafkaCluster
 log = logging.getLogger("exporter_before_after")
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
 def measured(
     before: Path | None, bootstrap: str, jmx: list[str], workdir: Path, n: int
 ) -> VigiaRun:
-    """One exporter's run; `before`: the checkout whose `exporter` package it imports."""
+    """One exporter's run; `before`: the checkout whose `exporter` package it imports. The child
+    inherits the working directory, which `python -m` puts first on sys.path, before PYTHONPATH:
+    both are the checkout's."""
     saved = os.environ.get("PYTHONPATH")
-    if before is not None:
-        os.environ["PYTHONPATH"] = str(before)
+    source = before or REPO
+    os.environ["PYTHONPATH"] = str(source)
+    os.chdir(source)
     try:
         return measure_vigia(bootstrap, jmx, workdir, 2, n)
     finally:
+        os.chdir(REPO)
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
         else:
@@ -75,6 +82,8 @@ from exporter.model.filters import Filters
 slow = {"slow_phase_interval": 60.0}
 if "slow_phase_interval" not in inspect.signature(KafkaAdapter).parameters:
     slow = {}
+import exporter
+print(f"exporter from {exporter.__file__}", file=sys.stderr)
 adapter = KafkaAdapter(sys.argv[1], {}, Filters(), **slow)
 spent, failed = [], 0
 for n in range(2 + int(sys.argv[2])):
@@ -93,21 +102,23 @@ print(f"{sum(spent) / len(spent):.3f} mean, {spent[len(spent) // 2]:.3f} median 
 
 def collect_only(before: Path | None, bootstrap: str, jmx: list[str], n: int) -> str:
     """The adapter's collect alone, in a child importing `before`'s code (or this checkout's)."""
-    env = dict(os.environ)
-    if before is not None:
-        env["PYTHONPATH"] = str(before)
+    source = before or REPO
+    # `python -c` puts the working directory first on sys.path: the checkout's, as PYTHONPATH.
+    env = {**os.environ, "PYTHONPATH": str(source)}
     served = request_counts(jmx)
     done = subprocess.run(
         [sys.executable, "-c", COLLECT_ONLY, bootstrap, str(n)],
         capture_output=True,
         text=True,
+        cwd=source,
         env=env,
         timeout=60 + 15 * (n + 2),
         check=False,
     )
     requests = per_unit(served, request_counts(jmx), n + 2)
     counted = ", ".join(f"{api} {requests[api]:,.1f}" for api in ADMIN_APIS if requests.get(api))
-    out = done.stdout.strip() or done.stderr[-2000:]
+    imported = next((t for t in done.stderr.splitlines() if t.startswith("exporter from")), "")
+    out = f"{done.stdout.strip() or done.stderr[-2000:]} [{imported}]"
     return f"{out}\n    requests per collection (warm-up included): {counted}"
 
 
