@@ -8,7 +8,7 @@ measures it (CPU-s per collection after warm-up collections, phase medians, RSS,
 admin requests the brokers served per collection). kafka_exporter is left out: the comparison is
 between the two exporters, in the same run so that the machine's load is the same.
 
-`--collect-only` measures instead only what the Kafka adapter's `collect` costs (process CPU of a
+`--measure collect` measures instead only what the Kafka adapter's `collect` costs (process CPU of a
 child that runs `KafkaAdapter.collect` every 15 s, librdkafka's and kafka-python's threads
 included, after 2 warm-up collections), without derive, render, the probe and record times: the
 part a change to exporter/kafka/ moves, which the whole exporter's noise on a shared machine hides.
@@ -16,7 +16,7 @@ part a change to exporter/kafka/ moves, which the whole exporter's noise on a sh
     git archive BASE | tar -x -C /tmp/before
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporter_before_after \\
         --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --before /tmp/before \\
-        --partitions 400 --groups 50,500 --collections 3
+        --partitions 400 --groups 50,500 --collections 3 [--measure collect|both]
 """
 
 from __future__ import annotations
@@ -142,7 +142,12 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=400, help="the topic base")
     parser.add_argument("--live-groups", type=int, default=10, help="groups with a live member")
     parser.add_argument("--collections", type=int, default=3)
-    parser.add_argument("--collect-only", action="store_true", help="the adapter's collect alone")
+    parser.add_argument(
+        "--measure",
+        choices=("exporter", "collect", "both"),
+        default="exporter",
+        help="the whole exporter, the adapter's collect alone, or both",
+    )
     args = parser.parse_args()
     setup_logging("INFO")
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -173,13 +178,14 @@ def main() -> None:
             time.sleep(5)  # the members join before the exporters look
             jmx = list(cluster.jmx_urls().values())
             for label, source in (("before", args.before), ("after", None)):
-                if args.collect_only:
+                if args.measure in ("collect", "both"):
                     text = collect_only(source, bootstrap, jmx, args.collections)
-                    lines.append(f"{label:6} {size:>5} groups: {text}")
-                else:
+                    lines.append(f"{label:6} {size:>5} groups, collect: {text}")
+                    print(lines[-1], flush=True)
+                if args.measure in ("exporter", "both"):
                     run = measured(source, bootstrap, jmx, workdir, args.collections)
                     lines.append(line(label, size, run))
-                print(lines[-1], flush=True)
+                    print(lines[-1], flush=True)
     finally:
         stop.set()
         for worker in workers:
