@@ -127,10 +127,13 @@ def line(label: str, groups: int, run: VigiaRun) -> str:
         f"{api} {run.requests[api]:,.1f}" for api in ADMIN_APIS if run.requests.get(api)
     )
     phases = ", ".join(f"{p} {s:.2f}" for p, s in sorted(run.phases.items()))
+    busiest = sorted(run.threads.items(), key=lambda kv: -kv[1])[:8]
+    threads = ", ".join(f"{name} {cpu:.3f}" for name, cpu in busiest)
     return (
         f"{label:6} {groups:>5} groups: {run.cpu_per_collection:.3f} CPU-s/collection, "
         f"RSS {run.rss_mb:.0f} MB, {run.series:,} series, {run.groups_seen} groups seen, "
-        f"up {run.up}\n    phases (s): {phases}\n    requests per collection: {requests}"
+        f"up {run.up}\n    phases (s): {phases}\n    CPU-s per collection by thread: {threads}"
+        f"\n    requests per collection: {requests}"
     )
 
 
