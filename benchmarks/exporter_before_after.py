@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def measured(
-    before: Path | None, bootstrap: str, jmx: list[str], workdir: Path, n: int
+    before: Path | None, bootstrap: str, jmx: list[str], workdir: Path, warm: int, n: int
 ) -> VigiaRun:
     """One exporter's run; `before`: the checkout whose `exporter` package it imports. The child
     inherits the working directory, which `python -m` puts first on sys.path, before PYTHONPATH:
@@ -66,7 +66,7 @@ def measured(
     os.environ["PYTHONPATH"] = str(source)
     os.chdir(source)
     try:
-        return measure_vigia(bootstrap, jmx, workdir, 2, n)
+        return measure_vigia(bootstrap, jmx, workdir, warm, n)
     finally:
         os.chdir(REPO)
         if saved is None:
@@ -144,6 +144,7 @@ def main() -> None:
     parser.add_argument("--groups", type=sizes, default=[50, 500])
     parser.add_argument("--partitions", type=int, default=400, help="the topic base")
     parser.add_argument("--live-groups", type=int, default=10, help="groups with a live member")
+    parser.add_argument("--warm-collections", type=int, default=2)
     parser.add_argument("--collections", type=int, default=3)
     parser.add_argument(
         "--measure",
@@ -186,7 +187,9 @@ def main() -> None:
                     lines.append(f"{label:6} {size:>5} groups, collect: {text}")
                     print(lines[-1], flush=True)
                 if args.measure in ("exporter", "both"):
-                    run = measured(source, bootstrap, jmx, workdir, args.collections)
+                    run = measured(
+                        source, bootstrap, jmx, workdir, args.warm_collections, args.collections
+                    )
                     lines.append(line(label, size, run))
                     print(lines[-1], flush=True)
     finally:
