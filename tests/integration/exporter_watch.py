@@ -7,10 +7,10 @@ A hundred groups with committed offsets are added first: their offsets are fetch
 coordinators every collection (kafka-python, one OffsetFetch per coordinator), requests in flight
 when their coordinator goes away. Listed EMPTY, they are not described; librdkafka, whose
 coordinator requests hit a use-after-free when their coordinator moved
-(benchmarks/rdkafka_coord_timeout_crash.py), describes only consumer-protocol groups. A hundred rather than issue 20's few hundred, for the
-CI run's 45 minutes on two cores. The groups and the probe topic are deleted at the end.
-Conditions are waited for with deadlines; "up stays 1" is every scrape of a watcher that scrapes
-twice a second from the first complete collection on.
+(benchmarks/rdkafka_coord_timeout_crash.py), describes only consumer-protocol groups. A hundred
+rather than issue 20's few hundred, for the CI run's 45 minutes on two cores. The groups and the
+probe topic are deleted at the end. Conditions are waited for with deadlines; "up stays 1" is
+every scrape of a watcher that scrapes twice a second from the first complete collection on.
 """
 
 from __future__ import annotations
