@@ -377,7 +377,8 @@ def request_counts(jmx: Sequence[str]) -> dict[str, float]:
         except (httpx.HTTPError, OSError):
             continue
         for line in text.splitlines():
-            if line.startswith("kafka_network_requestmetrics_TotalTimeMs_count{"):
+            # The rules lowercase the names (lowercaseOutputName): totaltimems.
+            if line.lower().startswith("kafka_network_requestmetrics_totaltimems_count{"):
                 found = re.search(r'request="([^"]+)"', line)
                 if found:
                     totals[found[1]] = totals.get(found[1], 0.0) + float(line.rsplit(" ", 1)[1])

@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             config.filters,
             # The ingest job's group, whether or not the cluster can list its groups.
             named_groups={config.source.group: config.source.topic},
+            slow_phase_interval=config.slow_phase_interval,
         )
     except KafkaException as exc:
         _invalid(f"invalid Kafka option: {exc.args[0].str() if exc.args else exc}")

@@ -33,6 +33,8 @@ _CONNECT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
+# Every fourth collection at the default interval (exporter/kafka/slow_phases.py).
+DEFAULT_SLOW_PHASE_INTERVAL = 60.0
 _Choice = TypeVar("_Choice", Level, Replicas)
 
 
@@ -71,6 +73,7 @@ class ExporterConfig:
     connect_urls: tuple[ConnectTarget, ...] = ()
     source: SourceSettings = SourceSettings()
     granularity: Granularity = DEFAULT
+    slow_phase_interval: float = DEFAULT_SLOW_PHASE_INTERVAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,13 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "VIGIA_EXPORTER_COLLECTION_TIMEOUT",
         "10",
         "seconds one collection may take; Kafka calls still pending then count as failed",
+    ),
+    "--slow-phase-interval": (
+        "VIGIA_EXPORTER_SLOW_PHASE_INTERVAL",
+        f"{DEFAULT_SLOW_PHASE_INTERVAL:g}",
+        "seconds a complete answer of the slow-changing phases (log-dir sizes, topic configs, "
+        "KRaft quorum and racks) is reused before they are asked again; they are asked at once "
+        "when a broker or topic comes or goes, or after a failure; 0 asks every collection",
     ),
     "--topic-include": ("VIGIA_EXPORTER_TOPIC_INCLUDE", None, "report only topics matching"),
     "--topic-exclude": ("VIGIA_EXPORTER_TOPIC_EXCLUDE", None, "do not report topics matching"),
@@ -341,6 +351,7 @@ def parse_config(
         connect_urls=_connect_targets(args.connect_url or _split(env.get(CONNECT_URLS_ENV, ""))),
         source=source,
         granularity=granularity,
+        slow_phase_interval=_non_negative(args.slow_phase_interval, "--slow-phase-interval"),
     )
 
 
@@ -391,6 +402,16 @@ def _positive(raw: str, flag: str) -> float:
         raise ConfigError(f"{flag}: {raw!r} is not a number of seconds") from None
     if not value > 0:
         raise ConfigError(f"{flag}: must be more than 0 seconds, got {raw!r}")
+    return value
+
+
+def _non_negative(raw: str, flag: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{flag}: {raw!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise ConfigError(f"{flag}: must be 0 seconds or more, got {raw!r}")
     return value
 
 

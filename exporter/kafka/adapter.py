@@ -3,13 +3,16 @@
 Requests per collection grow with brokers and groups, never with partitions:
 - confluent-kafka AdminClient: one Metadata (`list_topics`), one DescribeConfigs for all topics and
   one for a broker's defaults, one ListOffsets call for the earliest and one for the latest offsets
-  of every partition (librdkafka sends one request per leader broker), ListGroups, one batched
-  DescribeGroups (from an admin client of its own, exporter.kafka.coordinator_requests);
+  of every partition (librdkafka sends one request per leader broker), ListGroups, and a describe
+  per consumer-protocol group (from a client of its own, exporter.kafka.coordinator_requests);
 - kafka-python KafkaAdminClient (confluent-kafka lacks these): DescribeLogDirs once per broker in
   the metadata, so one failing or slow broker hides nothing else (a broker absent from the
   metadata is down: it is not asked), and DescribeQuorum for the real KRaft controller plus
-  DescribeCluster for racks, and OffsetFetch, one per coordinator for all its groups (librdkafka's
-  admin OffsetFetch segfaults when the coordinator moved, see `_ask_groups`).
+  DescribeCluster for racks, and per coordinator for all its groups one OffsetFetch and one
+  DescribeGroups of the classic groups that have members (librdkafka's admin OffsetFetch segfaults
+  when the coordinator moved, see `_ask_groups`; exporter.kafka.group_requests).
+Log dirs, configs, quorum and racks are reused from a recent complete answer while the brokers and
+topics stay the same (exporter.kafka.slow_phases).
 Phases run concurrently after the metadata call and each failure stays in its phase: its data is
 missing from the snapshot and its error is listed. Every wait is bounded by the collection deadline.
 An API the cluster does not support is a capability it lacks (exporter.kafka.capabilities), not
@@ -21,14 +24,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     TopicPartition,
@@ -52,7 +54,22 @@ from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_fo
 from common.kafka_errors import AUTHORIZATION, kind_of
 from exporter.kafka.capabilities import CapabilityTracker, is_unsupported
 from exporter.kafka.coordinator_requests import CoordinatorRequests, StillWaiting
+from exporter.kafka.group_requests import (
+    DESCRIBE,
+    OFFSETS,
+    Described,
+    DescribePlan,
+    GroupAnswers,
+    LegacyGroups,
+    Listed,
+    Outcome,
+    coordinator_of,
+    enum_name,
+    from_librdkafka,
+    plan_describes,
+)
 from exporter.kafka.kafka_python_log import quiet_kafka_python
+from exporter.kafka.slow_phases import SlowPhases
 from exporter.model.filters import Filters
 from exporter.model.snapshot import (
     GROUP_COORDINATOR_PHASE,
@@ -61,7 +78,6 @@ from exporter.model.snapshot import (
     ClusterSnapshot,
     CommittedOffset,
     ConsumerGroup,
-    GroupMember,
     LogDir,
     LogDirPartition,
     Partition,
@@ -69,7 +85,6 @@ from exporter.model.snapshot import (
     Quorum,
     QuorumReplica,
     Topic,
-    TopicPartitionRef,
     empty_snapshot,
     resolve_controller,
 )
@@ -202,8 +217,11 @@ class KafkaAdapter:
         admin_factory: Callable[[Mapping[str, Any]], Any] = _default_admin,
         legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
         named_groups: Mapping[str, str] | None = None,
+        slow_phase_interval: float = 0.0,
     ) -> None:
         self._filters = filters
+        # Log dirs, configs, quorum and racks: reused from a recent complete answer (slow_phases).
+        self._slow_phases = SlowPhases(slow_phase_interval)
         # Group -> its topic: reported even when ListGroups does not list it (a cluster without
         # ListGroups, such as librdkafka's mock), with offsets asked for that topic's partitions
         # (the mock answers an OffsetFetch of "all topics" with none).
@@ -231,6 +249,9 @@ class KafkaAdapter:
         self._legacy_lock = threading.Lock()
         self._legacy_failures = 0
         self._capabilities = CapabilityTracker()
+        # A consumer-protocol group's assignor from its last description, shown while it is EMPTY
+        # and not described again.
+        self._assignors: dict[str, str] = {}
         # Blocking kafka-python calls (one per broker for log dirs) and the group chain run here,
         # concurrently with the confluent-kafka futures. Threads are started only when needed.
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="vigia-kafka")
@@ -280,21 +301,48 @@ class KafkaAdapter:
         }
         topics = self._topics(metadata, set(brokers))
         launched = time.monotonic()
+        # What each slow phase's answer depends on (see exporter.kafka.slow_phases).
+        live = frozenset(brokers)
+        # Every partition of every topic, the filtered-out ones too (log dirs hold them all).
+        everything = {
+            name: {p.id: tuple(p.replicas) for p in meta.partitions.values()}
+            for name, meta in metadata.topics.items()
+            if meta.partitions
+        }
+        layout = tuple(sorted((name, tuple(sorted(ps.items()))) for name, ps in everything.items()))
         legacy = self._pool.submit(self._legacy_admin, deadline)
         cluster = self._pool.submit(
-            phases.timed_call, "cluster", launched, self._cluster_info, legacy, deadline, phases
+            self._slow_phase,
+            "cluster",
+            live,
+            phases,
+            lambda: phases.timed_call(
+                "cluster", launched, self._cluster_info, legacy, deadline, phases
+            ),
         )
         log_dirs = self._pool.submit(
-            phases.timed_call,
+            self._slow_phase,
             "log_dirs",
-            launched,
-            self._log_dirs,
-            legacy,
-            sorted(brokers),
-            deadline,
+            (live, layout),
+            phases,
+            lambda: phases.timed_call(
+                "log_dirs",
+                launched,
+                self._log_dirs,
+                legacy,
+                sorted(brokers),
+                {name: sorted(ps) for name, ps in everything.items()},
+                deadline,
+            ),
+            lambda dirs: all(d.error is None for d in dirs),
         )
         groups = self._pool.submit(self._groups, topics, legacy, deadline, phases)
-        configs = self._configs(topics, sorted(brokers), deadline, phases)
+        configs = self._slow_phase(
+            "configs",
+            (live, tuple(t.name for t in topics)),
+            phases,
+            lambda: self._configs(topics, sorted(brokers), deadline, phases),
+        )
         offsets = self._offsets(topics, deadline, phases)
 
         quorum, racks = _result(cluster, deadline, phases, "cluster", (None, {}), launched)
@@ -322,6 +370,30 @@ class KafkaAdapter:
             durations=MappingProxyType(dict(phases.durations)),
             capabilities=self._capabilities.snapshot(),
         )
+
+    def _slow_phase(
+        self,
+        phase: str,
+        key: Hashable,
+        phases: _Phases,
+        ask: Callable[[], T],
+        complete: Callable[[T], bool] = lambda _: True,
+    ) -> T:
+        """A recent complete answer of the phase for the same `key`, or a fresh one (kept for the
+        next collections when complete: no error in its phase, and `complete(value)`)."""
+        answer = self._slow_phases.reusable(phase, key)
+        if answer is not None:
+            phases.durations[phase] = answer.duration
+            return cast(T, answer.value)
+        try:
+            value = ask()
+        except BaseException:
+            self._slow_phases.keep(phase, key, None, 0.0, complete=False)
+            raise
+        failed = any(e.phase == phase for e in list(phases.errors))
+        duration = phases.durations.get(phase, 0.0)
+        self._slow_phases.keep(phase, key, value, duration, not failed and complete(value))
+        return value
 
     def _unsupported(self, capability: str, exc: object) -> bool:
         """Records the capability as off when `exc` says the cluster lacks it."""
@@ -507,14 +579,15 @@ class KafkaAdapter:
         phases: _Phases,
     ) -> tuple[ConsumerGroup, ...]:
         started = time.monotonic()
-        ids: set[str] = {g for g in self._named_groups if self._filters.groups.allows(g)}
+        listed: dict[str, Listed] = {}
         try:
             if self._capabilities.should_ask("list_groups"):
-                ids.update(self._list_groups(deadline, phases))
+                listed = self._list_groups(deadline, phases)
         except Exception as exc:
             if not self._unsupported("list_groups", exc):
                 phases.fail("groups", f"ListGroups: {error_text(exc)}")
-        group_ids = sorted(ids)
+        named_ids = {g for g in self._named_groups if self._filters.groups.allows(g)}
+        group_ids = sorted(listed.keys() | named_ids)
         if not group_ids:
             phases.timed("groups", started)
             return ()
@@ -528,34 +601,47 @@ class KafkaAdapter:
             ]
             for group_id, topic in self._named_groups.items()
         }
-        described, offsets = self._ask_groups(group_ids, named, legacy, deadline, phases)
-        # Taken once, before the answers are read: a future that completes in between would
-        # otherwise be read as unanswered and then not counted as moving.
-        moving = {
-            group_id
-            for futures in (described, offsets)
-            for group_id, future in futures.items()
-            if _coordinator_moving(future)
+        try:
+            client = legacy.result(timeout=deadline.remaining() / 3)
+        except Exception:  # the cluster phase reports kafka-python's failure
+            client = None
+        self._assignors = {g: a for g, a in self._assignors.items() if g in listed}
+        plan = plan_describes(group_ids, listed, self._assignors, client is not None)
+        answers = self._ask_groups(plan, group_ids, named, client, deadline, phases)
+        outcomes = {
+            kind: {
+                g: answers.outcomes[kind].get(g, TimeoutError())  # asked, unanswered: timed out
+                for g in answers.asked[kind]
+            }
+            for kind in (DESCRIBE, OFFSETS)
         }
-        offset_failures: dict[str, str] = {}
+        moving = {g for found in outcomes.values() for g, o in found.items() if _moving(o)}
+        unsupported = {
+            g
+            for g, o in outcomes[DESCRIBE].items()
+            if isinstance(o, BaseException) and self._unsupported("describe_groups", o)
+        }
+        if len(unsupported) < len(outcomes[DESCRIBE]):
+            self._capabilities.supported("describe_groups")
 
         groups = []
         describe_failures: dict[str, str] = {}
-        unsupported = {
-            group_id
-            for group_id, future in described.items()
-            if future.done()
-            and future.exception() is not None
-            and self._unsupported("describe_groups", future.exception())
-        }
-        if len(unsupported) < len(described):
-            self._capabilities.supported("describe_groups")
+        offset_failures: dict[str, str] = {}
         by_phase = (("groups", describe_failures), ("group_offsets", offset_failures))
         for group_id in group_ids:
-            description = None
-            if group_id not in unsupported:
-                description = _future_value(described.get(group_id), group_id, describe_failures)
-            committed = _future_value(offsets.get(group_id), group_id, offset_failures)
+            description: Described | None = None
+            if group_id in plan.empty:
+                group_type, protocol = plan.empty[group_id]
+                coordinator = coordinator_of(client, group_id)
+                description = Described("EMPTY", group_type, protocol, coordinator, ())
+            elif group_id not in unsupported:
+                raw = _value(outcomes[DESCRIBE].get(group_id), group_id, describe_failures)
+                description = (
+                    raw if isinstance(raw, Described) or raw is None else from_librdkafka(raw)
+                )
+            if description is not None and description.type == "CONSUMER":
+                self._assignors[group_id] = description.protocol or ""
+            committed = _value(outcomes[OFFSETS].get(group_id), group_id, offset_failures)
             refused = tuple(
                 phase
                 for phase, failures in by_phase
@@ -588,53 +674,57 @@ class KafkaAdapter:
 
     def _ask_groups(
         self,
+        plan: DescribePlan,
         group_ids: list[str],
         named: Mapping[str, list[TopicPartition]],
-        legacy: Future[Any],
+        client: Any,
         deadline: Deadline,
         phases: _Phases,
-    ) -> tuple[dict[str, Future[Any]], dict[str, Future[Any]]]:
-        """DescribeGroups and OffsetFetch futures by group, answered or not when the deadline
-        comes; a group answered with a retriable error (its coordinator moving or loading) is
-        asked again while time is left.
+    ) -> GroupAnswers:
+        """Describes and committed offsets, answered or not when the deadline comes; a group
+        answered with a retriable error (its coordinator moving or loading) is asked again while
+        time is left.
 
-        OffsetFetch goes through kafka-python (`client`) when it can connect: librdkafka 2.16's
-        admin OffsetFetch dereferences the consumer group of a client that has none when the
-        answer is NOT_COORDINATOR or another coordinator error (a segfault in rdk:main,
-        `rd_kafka_cgrp_op` from `rd_kafka_handle_OffsetFetch`; confluentinc/librdkafka#5040),
-        which every broker stop provokes. It goes through librdkafka only where kafka-python cannot
-        connect (librdkafka's mock cluster), or has not connected within a third of the
-        collection (a first collection at start, while every broker is normally up)."""
-        kinds: dict[str, dict[str, Future[Any]]] = {"describe": {}, "offsets": {}}
+        Both go through kafka-python (`client`) when it can connect, one request per coordinator
+        for all its groups: librdkafka 2.16's admin OffsetFetch dereferences the consumer group of
+        a client that has none when the answer is NOT_COORDINATOR or another coordinator error (a
+        segfault in rdk:main, `rd_kafka_cgrp_op` from `rd_kafka_handle_OffsetFetch`;
+        confluentinc/librdkafka#5040), which every broker stop provokes, and its coordinator
+        requests are freed twice when they time out while a coordinator is looked up
+        (exporter.kafka.coordinator_requests). librdkafka describes only what kafka-python 3.0
+        cannot: consumer-protocol groups (ConsumerGroupDescribe, KIP-848) and groups whose type
+        ListGroups did not say; it sends both kinds where kafka-python cannot connect
+        (librdkafka's mock cluster), or has not connected within a third of the collection (a
+        first collection at start, while every broker is normally up)."""
+        answers = GroupAnswers()
+        legacy = None if client is None else LegacyGroups(client, self._pool, answers)
+        classic = set(plan.classic)
 
         def ask(kind: str, ids: list[str]) -> None:
-            if kind == "offsets":
-                try:
-                    client = legacy.result(timeout=deadline.remaining() / 3)
-                except Exception:  # the cluster phase reports kafka-python's failure
-                    client = None
-                if client is None:
-                    kinds[kind].update(self._coordinator.offsets(ids, named))
+            if kind == OFFSETS:
+                if legacy is None:
+                    answers.watch(kind, self._coordinator.offsets(ids, named))
                 else:
-                    kinds[kind].update(self._legacy_offsets(client).offsets(ids))
+                    legacy.offsets(ids)
                 return
+            if not self._capabilities.should_ask("describe_groups"):
+                return
+            if legacy is not None:
+                legacy.describe([g for g in ids if g in classic])
             try:
-                if self._capabilities.should_ask("describe_groups"):
-                    kinds[kind].update(self._coordinator.describe(ids))
+                other = [g for g in ids if g not in classic]
+                if other:
+                    answers.watch(kind, self._coordinator.describe(other))
             except Exception as exc:
                 if not self._unsupported("describe_groups", exc):
                     phases.fail("groups", f"DescribeGroups: {error_text(exc)}")
 
-        for kind in kinds:
-            ask(kind, group_ids)
+        ask(DESCRIBE, plan.classic + plan.other)
+        ask(OFFSETS, group_ids)
+        retry: dict[str, list[str]] = {DESCRIBE: [], OFFSETS: []}
         # The phase returns a little before the collection deadline with what it has, so that
         # the groups that answered are kept and only the others are reported.
         while not deadline.passed(PER_BROKER_RESERVE_SECONDS):
-            retry = {
-                kind: [g for g, f in futures.items() if f.done() and _retriable(f.exception())]
-                for kind, futures in kinds.items()
-            }
-            pending = [f for futures in kinds.values() for f in futures.values() if not f.done()]
             if any(retry.values()) and not deadline.passed(
                 PER_BROKER_RESERVE_SECONDS + RETRY_BACKOFF_SECONDS
             ):
@@ -642,21 +732,20 @@ class KafkaAdapter:
                 for kind, ids in retry.items():
                     if ids:
                         ask(kind, ids)
-            elif pending:
-                wait(
-                    pending,
-                    timeout=deadline.remaining(reserve=PER_BROKER_RESERVE_SECONDS),
-                    return_when=FIRST_COMPLETED,
-                )
+                retry = {DESCRIBE: [], OFFSETS: []}
+            elif answers.waiting:
+                arrived = answers.wait(deadline.remaining(reserve=PER_BROKER_RESERVE_SECONDS))
+                if arrived is None:
+                    break
+                for kind, found in arrived.items():
+                    retry[kind].extend(g for g, o in found.items() if _retriable(o))
             else:
                 break
-        return kinds["describe"], kinds["offsets"]
+        return answers
 
-    def _legacy_offsets(self, client: Any) -> _LegacyGroupOffsets:
-        return _LegacyGroupOffsets(client, self._pool)
-
-    def _list_groups(self, deadline: Deadline, phases: _Phases) -> list[str]:
-        """The groups every broker lists; a broker still loading its groups (it just came back or
+    def _list_groups(self, deadline: Deadline, phases: _Phases) -> dict[str, Listed]:
+        """The groups every broker lists, with the state and type ListGroups gives (None where
+        the broker does not say); a broker still loading its groups (it just came back or
         became a coordinator) is asked again while a third of the collection is left, and then
         its groups count as moving coordinators (GROUP_COORDINATOR_PHASE), not as a failure."""
         while True:
@@ -679,7 +768,11 @@ class KafkaAdapter:
             self._capabilities.supported("list_groups")
         if errors:
             phases.fail("groups", f"ListGroups: {error_text(errors[0])}")
-        return [g.group_id for g in listing.valid if self._filters.groups.allows(g.group_id)]
+        return {
+            g.group_id: (enum_name(getattr(g, "state", None)), enum_name(getattr(g, "type", None)))
+            for g in listing.valid
+            if self._filters.groups.allows(g.group_id)
+        }
 
     # -- kafka-python: log dirs and quorum (run on the pool) --------------------------------
 
@@ -740,14 +833,27 @@ class KafkaAdapter:
         return quorum, racks
 
     def _log_dirs(
-        self, legacy: Future[Any], broker_ids: Iterable[int], deadline: Deadline
+        self,
+        legacy: Future[Any],
+        broker_ids: Iterable[int],
+        partitions: Mapping[str, list[int]],
+        deadline: Deadline,
     ) -> tuple[BrokerLogDirs, ...]:
+        """Each broker's log dirs, for `partitions` (librdkafka's metadata): asked for "all
+        topics", kafka-python first reads the whole cluster's metadata on its own, a full
+        Metadata answer decoded in Python per broker and collection (0.33 CPU-s per collection at
+        2,000 partitions under the profiler, docs/performance.md)."""
         client = legacy.result(timeout=deadline.remaining())
         if client is None or not self._capabilities.should_ask("describe_log_dirs"):
             return ()
         broker_ids = list(broker_ids)
         _align_legacy_metadata(client, broker_ids, deadline)
-        calls = {b: self._pool.submit(client.describe_log_dirs, brokers=[b]) for b in broker_ids}
+        calls = {
+            b: self._pool.submit(
+                client.describe_log_dirs, topic_partitions=dict(partitions), brokers=[b]
+            )
+            for b in broker_ids
+        }
         # Stop waiting for slow brokers a little before the phase itself is given up, so that
         # the brokers that answered are kept and only the slow ones are reported.
         wait(calls.values(), timeout=deadline.remaining(reserve=PER_BROKER_RESERVE_SECONDS))
@@ -761,81 +867,6 @@ class KafkaAdapter:
                 if not self._unsupported("describe_log_dirs", exc):
                     results.append(BrokerLogDirs(broker, error_text(exc), ()))
         return tuple(results)
-
-
-class _LegacyGroupOffsets:
-    """Committed offsets through kafka-python: one OffsetFetch per coordinator for all its groups,
-    and, when that call fails (kafka-python fails it whole for one group's error), one per group so
-    that each failure stays with its group. Futures by group, resolved on `pool`."""
-
-    def __init__(self, client: Any, pool: ThreadPoolExecutor) -> None:
-        self._client = client
-        self._pool = pool
-
-    def offsets(self, group_ids: list[str]) -> dict[str, Future[Any]]:
-        futures: dict[str, Future[Any]] = {g: Future() for g in group_ids}
-        self._pool.submit(self._all, group_ids, futures)
-        return futures
-
-    def _all(self, group_ids: list[str], futures: dict[str, Future[Any]]) -> None:
-        try:
-            answered = self._client.list_group_offsets(group_ids)
-        except Exception:
-            for group_id in group_ids:
-                self._pool.submit(self._one, group_id, futures[group_id])
-            return
-        for group_id in group_ids:
-            _settle(futures[group_id], group_id, answered)
-
-    def _one(self, group_id: str, future: Future[Any]) -> None:
-        try:
-            answered = self._client.list_group_offsets([group_id])
-        except Exception as exc:
-            if isinstance(exc, _COORDINATOR_GONE):
-                _forget_coordinator(self._client, group_id)
-            future.set_exception(exc)
-            return
-        _settle(future, group_id, answered)
-
-
-# A cached coordinator that is no longer (or not yet) the group's, or whose broker is down: while
-# broker 3 was stopped, 206 of 314 groups failed every collection with NodeNotReadyError: 3,
-# asking the stopped broker again and again, until a collection overran its timeout.
-_COORDINATOR_GONE = (
-    kafka_errors.NotCoordinatorError,
-    kafka_errors.CoordinatorNotAvailableError,
-    kafka_errors.NodeNotReadyError,
-    kafka_errors.KafkaConnectionError,
-    kafka_errors.UnknownBrokerIdError,
-)
-
-
-def _forget_coordinator(client: Any, group_id: str) -> None:
-    """kafka-python 3.0's admin client caches each group's coordinator for its whole life and
-    never drops it, not even when that broker answers NOT_COORDINATOR or is down: once a
-    coordinator moved (a broker restarted, leaders went back to their preferred replicas), the
-    group's committed offsets were never read again (seen on the real stack: 70 s of
-    NotCoordinatorError until the exporter stopped). Dropping the entry makes its next call find
-    the coordinator again."""
-    cluster = getattr(getattr(client, "_manager", None), "cluster", None)
-    cached = getattr(cluster, "_coordinators", None)
-    if isinstance(cached, dict):
-        for key in [k for k in cached if isinstance(k, tuple) and k[-1] == group_id]:
-            cached.pop(key, None)
-
-
-def _settle(future: Future[Any], group_id: str, answered: Mapping[str, Any]) -> None:
-    if group_id in answered:
-        future.set_result(_committed(group_id, answered[group_id]))
-    else:
-        future.set_exception(RuntimeError(f"OffsetFetch: no answer for group {group_id}"))
-
-
-def _committed(group_id: str, offsets: Mapping[Any, Any]) -> ConsumerGroupTopicPartitions:
-    """kafka-python's {TopicPartition: OffsetAndMetadata} in confluent-kafka's form."""
-    return ConsumerGroupTopicPartitions(
-        group_id, [TopicPartition(tp.topic, tp.partition, om.offset) for tp, om in offsets.items()]
-    )
 
 
 def _align_legacy_metadata(client: Any, broker_ids: list[int], deadline: Deadline) -> None:
@@ -927,23 +958,19 @@ def _retrying(call: Callable[[], T], deadline: Deadline) -> T:
         time.sleep(RETRY_BACKOFF_SECONDS)
 
 
-def _coordinator_moving(future: Future[Any]) -> bool:
+def _moving(outcome: Outcome) -> bool:
     """Unanswered within the collection, still waiting for an earlier answer, or answered with
     a coordinator error that a moment later is gone."""
-    if not future.done():
-        return True
-    exc = future.exception()
-    return isinstance(exc, StillWaiting) or (exc is not None and _retriable(exc))
+    return isinstance(outcome, TimeoutError | StillWaiting) or (
+        isinstance(outcome, BaseException) and _retriable(outcome)
+    )
 
 
-def _future_value(future: Future[Any] | None, key: str, failures: dict[str, str]) -> Any:
-    if future is None:
+def _value(outcome: Outcome, key: str, failures: dict[str, str]) -> Any:
+    if isinstance(outcome, BaseException):
+        failures[key] = error_text(outcome)
         return None
-    try:
-        return future.result(timeout=0)
-    except Exception as exc:
-        failures[key] = error_text(exc)
-        return None
+    return outcome
 
 
 def _by_permission(failures: Mapping[str, str]) -> list[tuple[bool, list[str]]]:
@@ -959,28 +986,12 @@ def _summary(failures: list[str], total: int, what: str) -> str:
 
 
 def _group(
-    group_id: str, description: Any, committed: Any, filters: Filters, denied: tuple[str, ...]
+    group_id: str,
+    description: Described | None,
+    committed: Any,
+    filters: Filters,
+    denied: tuple[str, ...],
 ) -> ConsumerGroup:
-    members = None
-    if description is not None:
-        members = tuple(
-            GroupMember(
-                member_id=m.member_id,
-                client_id=m.client_id,
-                host=m.host,
-                assignment=tuple(
-                    sorted(
-                        (
-                            TopicPartitionRef(tp.topic, tp.partition)
-                            for tp in (m.assignment.topic_partitions if m.assignment else None)
-                            or ()
-                        ),
-                        key=lambda r: (r.topic, r.partition),
-                    )
-                ),
-            )
-            for m in description.members
-        )
     offsets = None
     if committed is not None:
         # Offsets on topics the topic filter excludes are left out like the topics themselves.
@@ -994,23 +1005,18 @@ def _group(
                 key=lambda c: (c.topic, c.partition),
             )
         )
-    coordinator = getattr(description, "coordinator", None)
+    if description is None:
+        return ConsumerGroup(group_id, None, None, None, None, None, offsets, denied)
     return ConsumerGroup(
         group_id=group_id,
-        state=_enum_name(description.state) if description else None,
-        type=_enum_name(getattr(description, "type", None)) if description else None,
-        protocol=description.partition_assignor if description else None,
-        coordinator=coordinator.id if coordinator is not None else None,
-        members=members,
+        state=description.state,
+        type=description.type,
+        protocol=description.protocol,
+        coordinator=description.coordinator,
+        members=description.members,
         committed=offsets,
         denied=denied,
     )
-
-
-def _enum_name(value: Any) -> str | None:
-    if value is None:
-        return None
-    return str(getattr(value, "name", value))
 
 
 def _quorum(raw: Mapping[str, Any]) -> Quorum | None:

@@ -1,4 +1,5 @@
-"""Group requests (DescribeGroups; OffsetFetch where kafka-python cannot connect) sent so that
+"""librdkafka's group requests (the describes of consumer-protocol groups and of groups ListGroups
+gives no type for; every describe and OffsetFetch where kafka-python cannot connect) sent so that
 librdkafka cannot crash the exporter.
 
 librdkafka sends these to each group's coordinator through `rd_kafka_coord_req`. When such an

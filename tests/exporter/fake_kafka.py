@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import (
@@ -38,6 +39,7 @@ from confluent_kafka.admin import (
     TopicMetadata,
 )
 from kafka import errors as kafka_errors
+from kafka.protocol.metadata import CoordinatorType
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
@@ -92,16 +94,22 @@ class FakeCluster:
         self.faults = faults or Faults()
         self.calls: Counter[str] = Counter()
         self.released = threading.Event()  # set it to let hung calls finish
+        # ListGroups answers each group's state and type, as ListGroups v5 does (else UNKNOWN,
+        # as librdkafka's mock cluster does).
+        self.listed_states = False
 
     # -- adapter wiring ----------------------------------------------------------------------
 
-    def adapter(self, filters: Filters | None = None) -> KafkaAdapter:
+    def adapter(
+        self, filters: Filters | None = None, slow_phase_interval: float = 0.0
+    ) -> KafkaAdapter:
         return KafkaAdapter(
             "fake:9092",
             {},
             filters or Filters(),
             admin_factory=lambda config: FakeAdmin(self),
             legacy_admin_factory=self._legacy,
+            slow_phase_interval=slow_phase_interval,
         )
 
     def _legacy(self, config: Mapping[str, Any]) -> FakeLegacyAdmin:
@@ -198,7 +206,14 @@ class FakeAdmin:
             return done(ListConsumerGroupsResult([], errors))
         listings = [
             ConsumerGroupListing(
-                g.group_id, False, ConsumerGroupState.UNKNOWN, ConsumerGroupType.UNKNOWN
+                g.group_id,
+                False,
+                ConsumerGroupState[g.state or "UNKNOWN"]
+                if self._c.listed_states
+                else ConsumerGroupState.UNKNOWN,
+                ConsumerGroupType[g.type or "UNKNOWN"]
+                if self._c.listed_states
+                else ConsumerGroupType.UNKNOWN,
             )
             for g in self._c.snapshot.groups
         ]
@@ -262,9 +277,47 @@ class FakeLegacyAdmin:
 
     def __init__(self, cluster: FakeCluster) -> None:
         self._c = cluster
+        # Where kafka-python caches the coordinators its group requests found.
+        coordinators = {
+            (CoordinatorType.GROUP, g.group_id): g.coordinator for g in cluster.snapshot.groups
+        }
+        brokers = [SimpleNamespace(node_id=b.id) for b in cluster.snapshot.brokers]
+        self._manager = SimpleNamespace(
+            cluster=SimpleNamespace(_coordinators=coordinators, brokers=lambda: brokers)
+        )
 
     def close(self) -> None:
         pass
+
+    def describe_groups(self, group_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """DescribeGroups, one request per coordinator, in kafka-python's dict form."""
+        self._c.calls["describe_groups"] += 1
+        by_id = {g.group_id: g for g in self._c.snapshot.groups}
+        states = {"STABLE": "Stable", "EMPTY": "Empty", "DEAD": "Dead"}
+        return {
+            gid: {
+                "error": None,
+                "group_id": gid,
+                "group_state": states[by_id[gid].state or "DEAD"],
+                "protocol_type": "consumer",
+                "protocol_data": by_id[gid].protocol,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "client_id": m.client_id,
+                        "client_host": m.host,
+                        "member_assignment": {
+                            "assigned_partitions": [
+                                {"topic": a.topic, "partitions": [a.partition]}
+                                for a in m.assignment
+                            ]
+                        },
+                    }
+                    for m in by_id[gid].members or ()
+                ],
+            }
+            for gid in group_ids
+        }
 
     def describe_metadata_quorum(self) -> dict[str, Any]:
         self._c.calls["describe_metadata_quorum"] += 1
@@ -318,8 +371,12 @@ class FakeLegacyAdmin:
             for gid in group_ids
         }
 
-    def describe_log_dirs(self, brokers: list[int]) -> list[dict[str, Any]]:
+    def describe_log_dirs(
+        self, topic_partitions: Mapping[str, list[int]] | None, brokers: list[int]
+    ) -> list[dict[str, Any]]:
         self._c.calls["describe_log_dirs"] += 1
+        # None ("all topics") makes kafka-python read the whole cluster's metadata first.
+        assert isinstance(topic_partitions, dict), "describe_log_dirs without its partitions"
         (broker,) = brokers
         if "describe_log_dirs" in self._c.faults.hang:
             self._c.released.wait()

@@ -147,6 +147,15 @@ def test_config_errors_are_one_line(argv: list[str], reason: str) -> None:
     assert "\n" not in str(raised.value)
 
 
+def test_slow_phase_interval_default_environment_flag_and_zero() -> None:
+    assert parse_config([], {}).slow_phase_interval == 60.0
+    env = {"VIGIA_EXPORTER_SLOW_PHASE_INTERVAL": "120"}
+    assert parse_config([], env).slow_phase_interval == 120.0
+    assert parse_config(["--slow-phase-interval", "0"], env).slow_phase_interval == 0.0
+    with pytest.raises(ConfigError, match=r"^--slow-phase-interval: must be 0 seconds or more"):
+        parse_config(["--slow-phase-interval", "-1"], {})
+
+
 def test_invalid_probe_enabled_environment_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"^VIGIA_PROBE_ENABLED: 'maybe' is not true or false$"):
         parse_config([], {"VIGIA_PROBE_ENABLED": "maybe"})

@@ -3,13 +3,14 @@ one exporter process (probe on, on a topic of its own) whose every scrape is kep
 say `vigia_exporter_up` stayed 1 throughout. It runs on `secured_target`'s listener, as in
 production, so the probe's preferred-leader elections go through it too.
 
-A hundred groups with committed offsets are added first: each is described through librdkafka
-by its coordinator every collection, requests in flight when their coordinator goes away
-(the kind librdkafka's use-after-free hit with OffsetFetch, which now goes through kafka-python:
-benchmarks/rdkafka_coord_timeout_crash.py). A hundred rather than issue 20's few hundred, for the
-CI run's 45 minutes on two cores. The groups and the probe topic are deleted at the end.
-Conditions are waited for with deadlines; "up stays 1" is every scrape of a watcher that scrapes
-twice a second from the first complete collection on.
+A hundred groups with committed offsets are added first: their offsets are fetched from their
+coordinators every collection (kafka-python, one OffsetFetch per coordinator), requests in flight
+when their coordinator goes away. Listed EMPTY, they are not described; librdkafka, whose
+coordinator requests hit a use-after-free when their coordinator moved
+(benchmarks/rdkafka_coord_timeout_crash.py), describes only consumer-protocol groups. A hundred
+rather than issue 20's few hundred, for the CI run's 45 minutes on two cores. The groups and the
+probe topic are deleted at the end. Conditions are waited for with deadlines; "up stays 1" is
+every scrape of a watcher that scrapes twice a second from the first complete collection on.
 """
 
 from __future__ import annotations
