@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -97,11 +98,7 @@ class ConnectWorker:
         env = {**os.environ, "HES_CONNECT_PASSWORD": hes.passwords["connect"]}
         self.process = LoggedProcess("connect", argv, self.workdir / "connect.out", env)
         self.process.launch()
-        self._wait(
-            lambda: httpx.get(f"{self.url}/connectors", timeout=5).status_code == 200,
-            timeout,
-            "the worker's REST API",
-        )
+        self._wait_for_rest(timeout)
         answer = httpx.put(
             f"{self.url}/connectors/{CONNECTOR}/config",
             json=connector_config(bootstrap, hes),
@@ -121,6 +118,26 @@ class ConnectWorker:
             body["connector"]["state"] == "RUNNING"
             and bool(tasks)
             and all(t["state"] == "RUNNING" for t in tasks)
+        )
+
+    def kill(self) -> None:
+        """SIGKILL by PID, as a crash or the OOM killer does: no offset flushed, no group left."""
+        assert self.process is not None
+        self.process.signal(signal.SIGKILL)
+        self.process.wait_exit(30)
+
+    def relaunch(self, timeout: float = 180.0) -> None:
+        """The same worker again after `kill`: same ports and properties; its connector comes from
+        the config topic, and Connect's group decides when it runs (no PUT)."""
+        assert self.process is not None and not self.process.running
+        self.process.launch()
+        self._wait_for_rest(timeout)
+
+    def _wait_for_rest(self, timeout: float) -> None:
+        self._wait(
+            lambda: httpx.get(f"{self.url}/connectors", timeout=5).status_code == 200,
+            timeout,
+            "the worker's REST API",
         )
 
     def close(self) -> None:

@@ -144,6 +144,7 @@ REAL_FIXTURES = frozenset(
         "secured_target",
         "connect_target",
         "hes_target",
+        "connect_worker",
     }
 )
 
@@ -293,6 +294,17 @@ def connect_target(request: pytest.FixtureRequest) -> ConnectTarget:
         return ConnectTarget(url, _env(CONNECT_JMX_ENV))
     _, worker = _harness_connect(request)
     return ConnectTarget(worker.url, worker.jmx_url)
+
+
+@pytest.fixture
+def connect_worker(request: pytest.FixtureRequest) -> Iterator[ConnectWorker]:
+    """The harness's own worker, for drills that kill it by PID; running again after the test."""
+    if _env(CONNECT_URL_ENV):
+        pytest.skip(f"needs the harness's own Connect worker: unset {CONNECT_URL_ENV}")
+    _, worker = _harness_connect(request)
+    yield worker
+    if worker.process is not None and not worker.process.running:
+        worker.relaunch()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,362 @@
+"""Issue 23 §3 on the real stack: the Kafka Connect worker killed with `kill -9` while the HES
+writes rows (before, during and after), then started again by PID (tests/realstack's
+`connect_worker`). Connect is at-least-once: what the worker had sent but not yet recorded as its
+source offset (`offset.flush.interval.ms`, 5 s) is sent again, so Kafka may hold duplicates; they
+are counted and printed, and every HES row reaches Parquet exactly once through the ingest job
+(available-now runs, a checkpoint and group of their own, meters `it<run>-…`).
+
+While no record reaches the topic the exporter's `kafka_connect_connector_stalled` names the cause
+(`connect_down` while the worker's REST does not answer), and a real Prometheus evaluating the
+repository's rules raises HesConnectorStalled once, within 3 minutes of the stall, which resolves
+by itself once rows move. The worker stays dead until the page fires: a crash that long is what
+the page is for (a single worker started again is handed its task at once, see the timeline).
+What the exporter served at each moment is recorded (tests/realstack/moments.py).
+
+Written for the shared, busy harness: the exporter filtered to the topic and the run's group,
+every wait with a deadline, counts compared with the topic's end offsets read before.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
+
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+from common import kafka_config
+from exporter.connect.stall import CAUSES
+from ingest.config import IngestConfig
+from ingest.kafka_source.offsets import to_json
+from tests.exporter.exposition import Samples, value
+from tests.exporter.live import Running, exporter_process
+from tests.ingest.conftest import spark  # noqa: F401
+from tests.integration.hes_leg import (
+    CONNECT,
+    CONNECTOR,
+    HES,
+    JMX,
+    KAFKA,
+    ONE_COLLECTION,
+    TOPIC,
+    WRITER,
+    Key,
+    exporter_args,
+    ingest,
+    insert,
+    keys_of,
+    stored_keys,
+    topic_ends,
+)
+from tests.monitoring.servers import RULE_FILES, PromAPI, derived_prometheus_config
+from tests.realstack.connect_worker import ConnectWorker
+from tests.realstack.moments import Moments
+from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
+from tests.servers import PROMETHEUS, start_prometheus
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.prometheus]
+
+ALERT = "HesConnectorStalled"
+BATCH, EVERY = 10, 0.5  # 20 rows a second, each batch one transaction
+STALL_AFTER = 30.0  # the exporter's --stall-after, left at its default
+PAGE_WITHIN = 180.0  # issue 23: one page within 3 minutes of the stall
+DEADLINE = 120.0
+
+
+@pytest.fixture
+def env(
+    kafka_target: KafkaTarget, connect_target: ConnectTarget, hes_target: HesTarget
+) -> dict[str, str]:
+    if not hes_target.writer_dsn:
+        pytest.skip("VIGIA_TEST_HES_WRITER_DSN is not set: nothing may insert into the HES")
+    return {
+        KAFKA: kafka_target.bootstrap,
+        CONNECT: connect_target.url,
+        JMX: connect_target.jmx_url,
+        HES: hes_target.dsn,
+        WRITER: hes_target.writer_dsn,
+    }
+
+
+class Writer(threading.Thread):
+    """Writes BATCH rows of the run's meters every EVERY seconds, each stamped when written."""
+
+    def __init__(self, dsn: str, prefix: str) -> None:
+        super().__init__(daemon=True)
+        self.dsn, self.prefix = dsn, prefix
+        self.written: list[Key] = []
+        self.error: BaseException | None = None
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.halt.wait(EVERY):
+                stamp = int(time.time())
+                keys = keys_of(self.prefix, len(self.written), BATCH, stamp)
+                insert(self.dsn, keys, stamp)
+                self.written.extend(keys)
+        except BaseException as exc:
+            self.error = exc
+
+    def stop(self) -> list[Key]:
+        self.halt.set()
+        self.join(60)
+        assert self.error is None, f"the HES writer failed: {self.error!r}"
+        return self.written
+
+
+@dataclass
+class Look:
+    at: float
+    stalls: dict[str, float]
+    worker_up: float | None
+    task: str | None  # the exporter's kafka_connect_task_state at 1
+    end: int  # the topic's summed end offsets, as the exporter serves them
+    alert: dict[str, Any] | None  # HesConnectorStalled for hes-measure in Prometheus
+
+
+@dataclass
+class Watch:
+    """A look every second at the exporter and Prometheus, kept for the assertions after."""
+
+    exporter: Running
+    api: PromAPI
+    looks: list[Look] = field(default_factory=list)
+
+    def look(self) -> Look:
+        found = self.exporter.metrics()
+        alerts = [
+            a
+            for a in self.api.client.get("/api/v1/alerts").json()["data"]["alerts"]
+            if a["labels"]["alertname"] == ALERT and a["labels"].get("connector") == CONNECTOR
+        ]
+        assert len(alerts) <= 1, alerts
+        seen = Look(
+            time.monotonic(),
+            _stalls(found),
+            value(found, "kafka_connect_worker_up", connect="it"),
+            next(
+                (
+                    labels["state"]
+                    for (name, labels), v in found.items()
+                    if name == "kafka_connect_task_state" and labels["connector"] == CONNECTOR and v
+                ),
+                None,
+            ),
+            _topic_end(found),
+            alerts[0] if alerts else None,
+        )
+        self.looks.append(seen)
+        return seen
+
+    def until(self, check: Any, timeout: float, what: str) -> Look:
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.look()
+            if check(seen):
+                return seen
+            assert time.monotonic() < deadline, f"no {what} after {timeout:g} s: {seen}"
+            time.sleep(1)
+
+
+def _stalls(found: Samples) -> dict[str, float]:
+    return {
+        labels["cause"]: v
+        for (name, labels), v in found.items()
+        if name == "kafka_connect_connector_stalled" and labels["connector"] == CONNECTOR
+    }
+
+
+def _cause(look: Look) -> str | None:
+    return next((c for c, v in look.stalls.items() if v == 1), None)
+
+
+def _topic_end(found: Samples) -> int:
+    return int(
+        sum(
+            v
+            for (name, labels), v in found.items()
+            if name == "kafka_topic_partition_current_offset" and labels["topic"] == TOPIC
+        )
+    )
+
+
+def test_a_worker_killed_with_kill_9_pages_once_and_every_row_reaches_parquet_once(
+    env: dict[str, str],
+    connect_worker: ConnectWorker,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    if PROMETHEUS is None:
+        pytest.skip("not installed: prometheus (Debian package prometheus)")
+    run_id = uuid.uuid4().hex[:8]
+    group, prefix = f"vigia-it-kill-{run_id}", f"it{run_id}-"
+    options = kafka_config.from_env()
+    start = topic_ends(env[KAFKA], options)
+    writer = Writer(env[WRITER], prefix)
+    with exporter_process(tmp_path / "exporter.log", *exporter_args(env, group)) as exporter:
+        config = derived_prometheus_config(
+            tmp_path, {"vigia-exporter": [exporter.url.removeprefix("http://")]}, RULE_FILES, "2s"
+        )
+        prometheus = start_prometheus(config, tmp_path / "data", tmp_path / "prometheus.log")
+        try:
+            watch = Watch(exporter, PromAPI(prometheus.url))
+            moments = Moments(tmp_path / "worker-killed", exporter, env[CONNECT], TOPIC, env[JMX])
+            watch.until(
+                lambda s: s.task == "RUNNING" and set(s.stalls) == set(CAUSES),
+                DEADLINE,
+                "the task RUNNING and every stall series served",
+            )
+            assert not any(watch.looks[-1].stalls.values())
+            moments.record("healthy")
+
+            writer.start()
+            watch.until(lambda s: len(writer.written) >= 5 * BATCH, 30, "rows written")
+            connect_worker.kill()
+            killed = time.monotonic()
+            moments.mark(f"worker killed (kill -9), {len(writer.written)} rows written")
+
+            stalled = watch.until(
+                lambda s: _cause(s) == "connect_down",
+                STALL_AFTER + 3 * ONE_COLLECTION,
+                "the stall, cause connect_down",
+            )
+            assert stalled.worker_up == 0
+            moments.mark(f"stalled, cause connect_down, {stalled.at - killed:.1f} s after the kill")
+            moments.record("killed-stalled")
+
+            paged = watch.until(
+                lambda s: s.alert is not None and s.alert["state"] == "firing",
+                PAGE_WITHIN,
+                f"{ALERT} firing",
+            )
+            assert paged.alert is not None
+            moments.mark(
+                f"{ALERT} firing {paged.at - killed:.1f} s after the kill: "
+                f"{paged.alert['annotations']['description'][:160]!r}"
+            )
+            assert paged.at - killed <= PAGE_WITHIN  # rows stopped moving at the kill
+            assert "connect_down" in paged.alert["annotations"]["description"]
+
+            end_dead = watch.look().end
+            connect_worker.relaunch()
+            moments.mark("the worker's REST answers again")
+            states = _until_rows_move(watch, env[CONNECT], end_dead, moments)
+            moved = watch.looks[-1]
+            moments.mark(f"rows move, {moved.at - killed:.1f} s after the kill; REST said {states}")
+            moments.record("restarted-moving")
+            rows_then = len(writer.written)
+            watch.until(
+                lambda s: len(writer.written) >= rows_then + 4 * BATCH, 30, "rows written after"
+            )
+            written = writer.stop()
+            moments.mark(f"{len(written)} rows written in all")
+
+            recovered = watch.until(
+                lambda s: not any(s.stalls.values()) and s.task == "RUNNING", DEADLINE, "no stall"
+            )
+            moments.record("recovered")
+            _every_row_once_in_parquet(env, group, prefix, start, written, tmp_path, request)
+            moments.mark("every row in Parquet, once")
+            resolved = watch.until(lambda s: s.alert is None, DEADLINE, f"{ALERT} resolved")
+            moments.mark(
+                f"{ALERT} resolved {resolved.at - recovered.at:.1f} s after the stall ended"
+            )
+            _one_page(watch)
+            ends = topic_ends(env[KAFKA], options)
+            duplicates = sum(ends.values()) - sum(start.values()) - len(written)
+            moments.mark(f"{duplicates} duplicates in Kafka for {len(written)} rows")
+            assert duplicates >= 0
+        finally:
+            writer.halt.set()
+            prometheus.stop()
+            kafka = AdminClient({"bootstrap.servers": env[KAFKA], **options})
+            kafka.delete_consumer_groups([group], request_timeout=30)[group].exception(timeout=30)
+
+
+# A worker that rejoins the group it was in waits out scheduled.rebalance.max.delay.ms (5 minutes,
+# the repository's config) for its task (issue 23); one started again after kill -9 was handed it
+# at once (measured). Room for the wait anyway, should another Connect version keep it.
+REASSIGNED_WITHIN = 420.0
+
+
+def _until_rows_move(watch: Watch, connect_url: str, end: int, moments: Moments) -> list[str]:
+    """Looks until the topic's end offsets pass `end`; returns the task states REST said
+    meanwhile, in order. An UNASSIGNED task is restarted through REST once, and the answer
+    printed (the runbook says Connect refuses it)."""
+    said: list[str] = []
+    tried = False
+    deadline = time.monotonic() + REASSIGNED_WITHIN
+    while (seen := watch.look()).end <= end:
+        assert time.monotonic() < deadline, f"no row moved {REASSIGNED_WITHIN:g} s after: {seen}"
+        answer = httpx.get(f"{connect_url}/connectors/{CONNECTOR}/status", timeout=10)
+        if answer.status_code == 200:
+            tasks = answer.json()["tasks"]
+            task = tasks[0]["state"] if tasks else "no task"
+            state = f"{answer.json()['connector']['state']}/{task}"
+        else:  # the worker still reading its config topic
+            state = f"HTTP {answer.status_code}"
+        if not said or said[-1] != state:
+            said.append(state)
+            moments.mark(f"REST: {state}, exporter cause {_cause(seen)}")
+        if "UNASSIGNED" in state and not tried:
+            tried = True
+            restart = httpx.post(
+                f"{connect_url}/connectors/{CONNECTOR}/tasks/0/restart", timeout=60
+            )
+            moments.mark(f"POST tasks/0/restart while unassigned: {restart.status_code}")
+        time.sleep(1)
+    return said
+
+
+def _every_row_once_in_parquet(
+    env: dict[str, str],
+    group: str,
+    prefix: str,
+    start: dict[tuple[str, int], int],
+    written: list[Key],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    session: SparkSession = request.getfixturevalue("spark")
+    config = IngestConfig(
+        bootstrap_servers=env[KAFKA],
+        kafka_options=kafka_config.from_env(),
+        topic=TOPIC,
+        group_id=group,
+        output=str(tmp_path / "measure"),
+        quarantine=str(tmp_path / "quarantine"),
+        checkpoint=str(tmp_path / "checkpoint"),
+        available_now=True,
+        starting_offsets=json.dumps(to_json(start)),
+        metrics_port=0,
+    )
+    expected = Counter(written)
+    deadline = time.monotonic() + DEADLINE
+    stored = stored_keys(Path(config.output), prefix)
+    while set(stored) != set(expected) and time.monotonic() < deadline:
+        ingest(session, config)
+        stored = stored_keys(Path(config.output), prefix)
+    assert stored == expected  # every key stored, exactly once
+
+
+def _one_page(watch: Watch) -> None:
+    """The alert was raised once: present in one unbroken run of looks, one `activeAt`, firing
+    in it, and gone at the end."""
+    present = [i for i, s in enumerate(watch.looks) if s.alert is not None]
+    assert present and present[-1] - present[0] + 1 == len(present), "the alert came back"
+    alerts = [watch.looks[i].alert for i in present]
+    assert len({a["activeAt"] for a in alerts if a}) == 1, "the alert restarted"
+    assert any(a and a["state"] == "firing" for a in alerts)
+    assert watch.looks[-1].alert is None
