@@ -25,8 +25,9 @@ from confluent_kafka.admin import AdminClient
 from common import kafka_config
 from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.schema import MEASURE_KEY_COLUMNS
+from launcher.spark_cluster import QUICK_JVM
 from tests.ingest.conftest import backfill, utc_day
-from tests.realstack.spark_cluster import LOOPBACK, QUICK_JVM, SparkCluster
+from tests.realstack.spark_cluster import LOOPBACK, SparkCluster
 from tests.realstack.topics import create_topic
 from tests.scripts import console_script
 

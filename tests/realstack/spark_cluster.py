@@ -1,11 +1,8 @@
-"""A Spark standalone cluster from PySpark's own distribution (the pyspark package directory is a
-SPARK_HOME): a master and one-core workers on free loopback ports, each worker with its own work
-and local directories, its executors in their own JVMs. The master is ready when the workers it
-lists in its JSON (`/json/` of its web UI) are ALIVE; everything is stopped by process group, so
-that no executor or Python worker outlives its worker.
-
-The master's REST submission server is off: it listens on a fixed port (6066), and the job is
-submitted in client mode anyway."""
+"""The real-stack harness's Spark standalone cluster: launcher/spark_cluster.py's master and
+one-core workers (what vigia-stack --spark-workers runs) on free loopback ports, each with an empty
+SPARK_CONF_DIR of its own. The master is ready when its JSON (`/json/` of its web UI) lists every
+worker ALIVE; everything is stopped by process group, so that no executor or Python worker
+outlives its worker."""
 
 from __future__ import annotations
 
@@ -17,24 +14,18 @@ from typing import Any
 
 import httpx
 
+from launcher import spark_cluster as spark
 from tests.conftest import free_port
 from tests.realstack.process import LoggedProcess, StartError
 
-MASTER_CLASS = "org.apache.spark.deploy.master.Master"
-WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-ELECTED = "I have been elected leader"
 LOOPBACK = "127.0.0.1"
-# The JIT's first tier only, and the serial collector: a master or worker that starts under the
-# harness's load spends half the CPU it would with C2 compiling behind it (measured: 4 CPU-s
-# instead of 9 each), and it serves a few RPCs, not a hot loop. Tests give executors the same.
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def pyspark_home() -> Path:
     """PySpark's package directory: bin/spark-class and the jars of a Spark distribution."""
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
+    home = spark.pyspark_home()
+    assert home is not None, "pyspark is not installed"
+    return home
 
 
 class SparkCluster:
@@ -52,40 +43,38 @@ class SparkCluster:
 
     @property
     def url(self) -> str:
-        return f"spark://{LOOPBACK}:{self.master_port}"
+        return spark.master_url(LOOPBACK, self.master_port)
 
     @property
     def json_url(self) -> str:
         return f"http://{LOOPBACK}:{self.master_ui_port}/json/"
 
     def start(self, timeout: float = 180.0) -> None:
-        self.master = self._process(
-            "spark-master",
-            [
-                MASTER_CLASS,
-                *("--host", LOOPBACK),
-                *("--port", str(self.master_port)),
-                *("--webui-port", str(self.master_ui_port)),
-            ],
-            self.workdir / "master",
+        directory = self.workdir / "master"
+        daemon = spark.master(
+            self.home,
+            LOOPBACK,
+            self.master_port,
+            self.master_ui_port,
+            directory,
+            directory / "conf",
         )
+        self.master = self._process(daemon, directory)
         self.master.launch()
-        self.master.wait_for_line(ELECTED, timeout)
+        self.master.wait_for_line(spark.ELECTED, timeout)
         for n in range(1, self.worker_count + 1):
             directory = self.workdir / f"worker-{n}"
-            worker = self._process(
-                f"spark-worker-{n}",
-                [
-                    WORKER_CLASS,
-                    self.url,
-                    *("--host", LOOPBACK),
-                    *("--webui-port", str(free_port())),
-                    *("--cores", "1"),
-                    *("--memory", self.worker_memory),
-                    *("--work-dir", str(directory / "work")),
-                ],
+            daemon = spark.worker(
+                self.home,
+                n,
+                self.url,
+                LOOPBACK,
+                free_port(),
                 directory,
+                directory / "conf",
+                self.worker_memory,
             )
+            worker = self._process(daemon, directory)
             worker.launch()
             self.workers.append(worker)
         self.wait_for_workers(timeout)
@@ -104,7 +93,7 @@ class SparkCluster:
                 if not worker.running:
                     raise StartError(f"{worker.name} exited: {worker.tail()}")
             try:
-                alive = sum(w["state"] == "ALIVE" for w in self.state()["workers"])
+                alive = spark.alive_workers(self.state())
             except httpx.HTTPError:
                 alive = 0
             if alive == self.worker_count:
@@ -125,19 +114,9 @@ class SparkCluster:
     def logs(self) -> Iterable[LoggedProcess]:
         return [p for p in (self.master, *self.workers) if p is not None]
 
-    def _process(self, name: str, args: list[str], directory: Path) -> LoggedProcess:
+    @staticmethod
+    def _process(daemon: spark.Daemon, directory: Path) -> LoggedProcess:
         conf = directory / "conf"  # empty: no spark-defaults.conf of the machine's
         conf.mkdir(parents=True, exist_ok=True)
-        env = {
-            **os.environ,
-            "SPARK_HOME": str(self.home),
-            "SPARK_CONF_DIR": str(conf),
-            "SPARK_LOCAL_IP": LOOPBACK,
-            "SPARK_LOCAL_DIRS": str(directory / "local"),
-            "SPARK_DAEMON_MEMORY": "256m",
-            "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,
-            "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
-        }
-        return LoggedProcess(
-            name, [str(self.home / "bin" / "spark-class"), *args], directory / f"{name}.out", env
-        )
+        env = {**os.environ, **daemon.env}
+        return LoggedProcess(daemon.name, list(daemon.argv), directory / f"{daemon.name}.out", env)
