@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from common.logs import setup_logging
-from launcher import demo, packages, plan
+from launcher import demo, packages, plan, spark_cluster
 from launcher.prometheus_config import localize
 from launcher.supervisor import run
 
@@ -48,10 +48,18 @@ components:
   Prometheus and Alertmanager are skipped, with a warning, when not installed
   (unless named in --only/--with, which then fails).
 
+spark cluster (--spark-workers N, with the ingest job):
+  spark-master    PySpark's own standalone master     (port 7077, web UI and /json/ 8080)
+  spark-worker-n  N workers, one core and 1g each    (web UI 8081, 8082, ...)
+  The ingest job is submitted to spark://LISTEN_ADDRESS:7077 in client mode; executors run in
+  the workers' JVMs with this installation's Python. Their logs: logs/spark-*.log and, per
+  executor, data/spark/worker-n/work/. They stop after the ingest job.
+
 run directory (--run-dir):
   logs/<component>.log        each process's output
   data/parquet/{measures,quarantine}, checkpoints/ingest    ingest output and Spark state
   data/prometheus, data/alertmanager                         TSDB and silences
+  data/spark/{master,worker-n}   Spark scratch and executors' work directories
   prometheus/prometheus.yml   the repository's prometheus.yml and targets/*.json with compose
                               service names replaced by local addresses (targets of components
                               not running here are dropped; broker JMX targets become
@@ -82,6 +90,7 @@ examples:
   vigia-stack --demo
   vigia-stack --bootstrap-servers broker1:9092,broker2:9092
   vigia-stack --bootstrap-servers localhost:19092 --with simulator
+  vigia-stack --bootstrap-servers broker1:9092 --spark-workers 2
   vigia-stack --bootstrap-servers broker1:9092 --only exporter,prometheus \\
       --jmx-target 1=broker1:9404 --jmx-target 2=broker2:9404
   VIGIA_KAFKA_OPTIONS=security.protocol=SASL_SSL,sasl.mechanism=PLAIN vigia-stack --without ingest
@@ -117,6 +126,16 @@ def _seconds(text: str) -> float:
     if seconds < 0:
         raise argparse.ArgumentTypeError(f"{seconds} is negative")
     return seconds
+
+
+def _count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{count} is negative")
+    return count
 
 
 def _list(text: str) -> list[str]:
@@ -206,6 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="add components to the default set, e.g. simulator (env VIGIA_STACK_WITH)",
     )
 
+    p.add_argument(
+        "--spark-workers",
+        type=_count,
+        default=_env("VIGIA_STACK_SPARK_WORKERS", "0"),
+        metavar="N",
+        help="run the ingest job on a Spark standalone master and N one-core workers started "
+        "here (env VIGIA_STACK_SPARK_WORKERS; default %(default)s: Spark's local mode in the "
+        "job's own process)",
+    )
+
     net = p.add_argument_group("addresses and ports")
     net.add_argument(
         "--listen-address",
@@ -220,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("prometheus", "VIGIA_STACK_PROMETHEUS_PORT", 9090),
         ("alertmanager", "VIGIA_STACK_ALERTMANAGER_PORT", 9093),
         ("receiver", "VIGIA_STACK_RECEIVER_PORT", 9097),
+        ("spark-master", "VIGIA_STACK_SPARK_MASTER_PORT", 7077),
+        ("spark-master-ui", "VIGIA_STACK_SPARK_MASTER_UI_PORT", 8080),
+        ("spark-worker-ui", "VIGIA_STACK_SPARK_WORKER_UI_PORT", 8081),
     ):
         net.add_argument(
             f"--{component}-port",
@@ -305,6 +337,9 @@ def _settings(args: argparse.Namespace, traffic: plan.DemoTraffic | None = None)
             prometheus=args.prometheus_port,
             alertmanager=args.alertmanager_port,
             receiver=args.receiver_port,
+            spark_master=args.spark_master_port,
+            spark_master_ui=args.spark_master_ui_port,
+            spark_worker_ui=args.spark_worker_ui_port,
         ),
         run_dir=run_dir,
         prometheus_config=run_dir / "prometheus" / "prometheus.yml",
@@ -312,6 +347,8 @@ def _settings(args: argparse.Namespace, traffic: plan.DemoTraffic | None = None)
         prometheus_binary=args.prometheus_binary,
         alertmanager_binary=args.alertmanager_binary,
         demo=traffic,
+        spark_workers=args.spark_workers,
+        spark_home=spark_cluster.pyspark_home() if args.spark_workers else None,
     )
 
 

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from launcher import spark_cluster
+
 # Names match the docker-compose.yml services, so the Prometheus config can be rewritten by name.
 COMPONENTS = (
     "exporter",
@@ -73,6 +75,10 @@ class Ports:
     prometheus: int = 9090
     alertmanager: int = 9093
     receiver: int = 9097
+    # Spark's own defaults; worker n's web UI is spark_worker_ui + n - 1.
+    spark_master: int = 7077
+    spark_master_ui: int = 8080
+    spark_worker_ui: int = 8081
 
     def of(self, component: str) -> int:
         return int(getattr(self, component))
@@ -91,6 +97,9 @@ class Settings:
     alertmanager_binary: str | None
     python: str = sys.executable  # the interpreter that runs the Python components
     demo: DemoTraffic | None = None
+    # With the ingest job and > 0: a standalone master and this many one-core workers run it.
+    spark_workers: int = 0
+    spark_home: Path | None = None  # PySpark's package directory (None: not installed)
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,9 @@ class Process:
     argv: tuple[str, ...]
     port: int
     health_path: str  # HTTP path that answers 200 once the process serves
+    # Stopped once every other process has exited: the ingest job's Spark cluster, which the job
+    # needs to finish its batch when it is asked to stop.
+    stop_last: bool = False
 
 
 def parse_names(values: Iterable[str]) -> list[str]:
@@ -149,10 +161,55 @@ def build(settings: Settings, components: Sequence[str]) -> list[Process]:
         raise PlanError(
             "no Kafka bootstrap servers: give --bootstrap-servers or VIGIA_KAFKA_BOOTSTRAP_SERVERS"
         )
-    ports = [settings.ports.of(c) for c in components]
-    if len(set(ports)) != len(ports):
-        raise PlanError(f"two components share a port: {dict(zip(components, ports, strict=True))}")
-    return [_process(settings, c) for c in components]
+    processes = [_process(settings, c) for c in components]
+    if "ingest" in components and settings.spark_workers > 0:
+        at = components.index("ingest")
+        processes[at:at] = _spark_cluster(settings)
+    ports = {p.name: p.port for p in processes}
+    if len(set(ports.values())) != len(ports):
+        raise PlanError(f"two components share a port: {ports}")
+    return processes
+
+
+def spark_master_url(settings: Settings) -> str:
+    return spark_cluster.master_url(
+        client_host(settings.listen_address), settings.ports.spark_master
+    )
+
+
+def _spark_cluster(s: Settings) -> list[Process]:
+    """The master, then the workers, as processes of the stack: their output goes to logs/ like
+    everyone's, and they stop with it (supervisor.py stops them after the ingest job)."""
+    if s.spark_home is None:
+        raise PlanError("--spark-workers needs pyspark (the ingest extra), which is not installed")
+    host, data = client_host(s.listen_address), s.run_dir / "data" / "spark"
+    ports = s.ports
+    daemons = [
+        spark_cluster.master(
+            s.spark_home, host, ports.spark_master, ports.spark_master_ui, data / "master"
+        ),
+        *(
+            spark_cluster.worker(
+                s.spark_home,
+                n,
+                spark_master_url(s),
+                host,
+                ports.spark_worker_ui + n - 1,
+                data / f"worker-{n}",
+            )
+            for n in range(1, s.spark_workers + 1)
+        ),
+    ]
+    return [
+        Process(
+            name=d.name,
+            argv=("env", *(f"{k}={v}" for k, v in d.env.items()), *d.argv),
+            port=d.ui_port,
+            health_path="/json/",
+            stop_last=True,
+        )
+        for d in daemons
+    ]
 
 
 def _kafka(settings: Settings) -> tuple[str, ...]:
@@ -174,6 +231,7 @@ def _process(s: Settings, name: str) -> Process:
             *_module(s, name),
             "run",
             *_kafka(s),
+            *_spark_master(s),
             "--output",
             str(data / "parquet" / "measures"),
             "--quarantine",
@@ -234,9 +292,16 @@ def _process(s: Settings, name: str) -> Process:
         health = "/healthz"
     else:  # pragma: no cover - parse_names rejects anything else
         raise PlanError(f"unknown component {name}")
+    if name == "ingest" and s.spark_workers > 0:  # the driver binds loopback like the cluster
+        argv = ("env", f"SPARK_LOCAL_IP={client_host(address)}", *argv)
     if name in KEEP_RUNNING:
         argv = (s.python, "-m", "launcher.keep_running", "--name", name, "--", *argv)
     return Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
+
+
+def _spark_master(s: Settings) -> tuple[str, ...]:
+    """Local mode, or the stack's own cluster (client mode: the driver is the ingest process)."""
+    return ("--spark-master", spark_master_url(s)) if s.spark_workers > 0 else ()
 
 
 def _module(s: Settings, name: str) -> tuple[str, ...]:

@@ -149,6 +149,10 @@ def _absolute(pattern: str, base: Path) -> Path:
 # docker-compose.yml's services other than the brokers: targets naming one that does not run here
 # are dropped rather than left pointing at a name that does not resolve.
 KNOWN_COMPOSE_HOSTS = frozenset(
-    {*COMPONENTS, "grafana", "kafka-init", "hes-db", "connect", "connect-init", "mysqld-exporter"}
+    {
+        *COMPONENTS,
+        *("grafana", "kafka-init", "hes-db", "connect", "connect-init", "mysqld-exporter"),
+        *("spark-master", "spark-worker-1", "spark-worker-2"),
+    }
     - DEMO_ONLY
 )

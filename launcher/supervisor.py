@@ -63,13 +63,37 @@ class TeePrinter(Printer):  # type: ignore[misc]
 
 
 class ServiceManager(honcho.manager.Manager):  # type: ignore[misc]
-    """honcho's manager with a service manager's stop (see the module docstring)."""
+    """honcho's manager with a service manager's stop (see the module docstring). The processes
+    named in `stop_last` get their SIGTERM once all the others have exited."""
+
+    def __init__(self, *, stop_last: frozenset[str] = frozenset(), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._stop_last = stop_last
+        self._held_back = False
+
+    def _all_stopped(self) -> bool:
+        # honcho's loop asks this on every turn: the moment to stop what was held back.
+        if self._held_back and all(
+            "returncode" in p for n, p in self._processes.items() if n not in self._stop_last
+        ):
+            self._held_back = False
+            self._signal_processes(self._stop_last)
+        return bool(super()._all_stopped())
 
     def _killall(self, force: bool = False) -> None:
         # honcho calls this with force=False on the first stop, then with force=True on every
         # turn of its loop after KILL_WAIT until all are gone.
+        if force:
+            self._held_back = False
+        elif self._stop_last:
+            self._held_back = True
+            self._signal_processes(set(self._processes) - self._stop_last)
+            return
+        self._signal_processes(set(self._processes), force)
+
+    def _signal_processes(self, names: Iterable[str], force: bool = False) -> None:
         for name, process in self._processes.items():
-            if "returncode" in process:
+            if name not in names or "returncode" in process:
                 continue
             if force and not process.get("killed"):
                 process["killed"] = True
@@ -83,8 +107,9 @@ class ServiceManager(honcho.manager.Manager):  # type: ignore[misc]
                     os.kill(process["pid"], signal.SIGTERM)
 
 
-# A component stopped as asked: it exited 0, or SIGTERM's default action ended it.
-CLEAN_STOP = frozenset({0, -signal.SIGTERM})
+# A component stopped as asked: it exited 0, or SIGTERM's default action ended it, or (a JVM, such
+# as a Spark master or worker) it ran its shutdown hooks on SIGTERM and exited 128 + SIGTERM.
+CLEAN_STOP = frozenset({0, -signal.SIGTERM, 128 + signal.SIGTERM})
 # honcho's exit code after it received SIGINT / SIGTERM.
 ASKED_TO_STOP = frozenset({128 + signal.SIGINT, 128 + signal.SIGTERM})
 
@@ -109,7 +134,9 @@ def run(
     # honcho reads its kill delay from this module constant when it needs it.
     honcho.manager.KILL_WAIT = stop_timeout
     printer = TeePrinter(output, log_dir)
-    manager = ServiceManager(printer=printer)
+    manager = ServiceManager(
+        printer=printer, stop_last=frozenset(p.name for p in processes if p.stop_last)
+    )
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for process in processes:
         manager.add_process(process.name, command_line(process), env=env)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from launcher import cli, demo, packages, plan, supervisor
+from launcher import cli, demo, packages, plan, spark_cluster, supervisor
 from launcher.prometheus_config import (
     BROKER_HOST,
     KNOWN_COMPOSE_HOSTS,
@@ -173,6 +173,101 @@ def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path:
     assert packages.java_major('openjdk version "17.0.21.1" 2026-11-17') == 17
     assert packages.java_major('java version "1.8.0_392"') == 8
     assert packages.java_major("nothing") is None
+
+
+def test_spark_workers_run_the_ingest_job_on_a_standalone_cluster_of_the_stack(
+    tmp_path: Path,
+) -> None:
+    s = settings(
+        tmp_path, listen_address="0.0.0.0", spark_workers=2, spark_home=Path("/py/pyspark")
+    )
+    processes = {p.name: p for p in plan.build(s, plan.COMPONENTS)}
+    names = list(processes)
+    cluster = ["spark-master", "spark-worker-1", "spark-worker-2"]
+    assert names[names.index("ingest") - 3 : names.index("ingest")] == cluster
+    master, *workers = (processes[n] for n in cluster)
+    # Clients reach a 0.0.0.0 stack on loopback: the cluster binds and advertises that address.
+    url = "spark://127.0.0.1:7077"
+    assert master.argv == (
+        "env",
+        "SPARK_HOME=/py/pyspark",
+        "SPARK_LOCAL_IP=127.0.0.1",
+        f"SPARK_LOCAL_DIRS={tmp_path / 'data' / 'spark' / 'master' / 'local'}",
+        "SPARK_DAEMON_MEMORY=256m",
+        f"SPARK_DAEMON_JAVA_OPTS={spark_cluster.QUICK_JVM}",
+        "SPARK_MASTER_OPTS=-Dspark.master.rest.enabled=false",
+        "/py/pyspark/bin/spark-class",
+        spark_cluster.MASTER_CLASS,
+        *("--host", "127.0.0.1", "--port", "7077", "--webui-port", "8080"),
+    )
+    for n, worker in enumerate(workers, start=1):
+        argv = worker.argv[worker.argv.index("/py/pyspark/bin/spark-class") + 1 :]
+        assert argv == (
+            spark_cluster.WORKER_CLASS,
+            url,
+            *("--host", "127.0.0.1", "--webui-port", str(8080 + n)),
+            *("--cores", "1", "--memory", "1g"),
+            *("--work-dir", str(tmp_path / "data" / "spark" / f"worker-{n}" / "work")),
+        )
+        assert worker.port == 8080 + n
+    for daemon in (master, *workers):
+        assert daemon.health_path == "/json/"
+        assert daemon.stop_last  # after the job, which needs its executors to end a batch
+    assert not any(p.stop_last for n, p in processes.items() if n not in cluster)
+    ingest = processes["ingest"].argv
+    assert ingest[:5] == ("env", "SPARK_LOCAL_IP=127.0.0.1", *_module_run())
+    assert ingest[ingest.index("--spark-master") + 1] == url
+    assert "spark-worker-1: exec env SPARK_HOME=/py/pyspark " in plan.procfile(workers)
+
+
+def _module_run() -> tuple[str, ...]:
+    return (sys.executable, "-m", "ingest.cli")
+
+
+def test_without_spark_workers_the_job_runs_in_local_mode(tmp_path: Path) -> None:
+    for s, components in (
+        (settings(tmp_path), plan.COMPONENTS),
+        # A cluster is the ingest job's: none without it.
+        (settings(tmp_path, spark_workers=2, spark_home=tmp_path), ["exporter"]),
+    ):
+        processes = plan.build(s, components)
+        assert [p.name for p in processes] == list(components)
+        for process in processes:
+            assert "--spark-master" not in process.argv
+            assert process.argv[0] != "env"
+    with pytest.raises(plan.PlanError, match="needs pyspark"):
+        plan.build(settings(tmp_path, spark_workers=1), ["ingest"])
+    with pytest.raises(plan.PlanError, match="share a port"):
+        ports = plan.Ports(spark_worker_ui=8049)  # worker 2 on the Dash app's 8050
+        plan.build(
+            settings(tmp_path, spark_workers=2, spark_home=tmp_path, ports=ports),
+            ["ingest", "dashboard"],
+        )
+
+
+def test_the_master_counts_the_workers_it_lists_alive() -> None:
+    state = {"workers": [{"state": "ALIVE"}, {"state": "DEAD"}, {"state": "ALIVE"}]}
+    assert spark_cluster.alive_workers(state) == 2
+    assert spark_cluster.alive_workers({"workers": []}) == 0
+
+
+def test_dry_run_plans_the_cluster_from_the_installed_pyspark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
+    monkeypatch.setenv("VIGIA_STACK_SPARK_WORKERS", "1")
+    argv = ["--dry-run", "--bootstrap-servers", "b:9092", "--only", "ingest"]
+    assert cli.main([*argv, "--run-dir", str(tmp_path)]) == 0
+    procfile = capsys.readouterr().out
+    assert [line.split(":")[0] for line in procfile.splitlines()] == [
+        "spark-master",
+        "spark-worker-1",
+        "ingest",
+    ]
+    home = spark_cluster.pyspark_home()
+    assert home is not None and (home / "bin" / "spark-class").is_file()
+    assert f"{home / 'bin' / 'spark-class'} {spark_cluster.MASTER_CLASS}" in procfile
+    assert "--spark-master spark://127.0.0.1:7077" in procfile
 
 
 def test_invalid_plans_say_why(tmp_path: Path) -> None:
@@ -336,6 +431,7 @@ def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
         (["--only", "exporter"], "no Kafka bootstrap servers"),
         (["--jmx-target", "kafka1:9404"], "is not ID=HOST:PORT"),
         (["--only", "prometheus", "--prometheus-binary", ""], "prometheus is not installed"),
+        (["--spark-workers", "-1"], "-1 is negative"),
     ],
 )
 def test_invalid_configuration_exits_2_with_one_line(
@@ -391,6 +487,37 @@ def test_ctrl_c_that_stopped_every_component_cleanly_exits_0() -> None:
     assert supervisor.exit_status(sigint, [0, 1]) == sigint  # one failed to stop cleanly
     assert supervisor.exit_status(sigint, [0, -signal.SIGKILL]) == sigint
     assert supervisor.exit_status(1, [1, 0]) == 1  # a component exited by itself
+    # A JVM (a Spark master or worker) exits 128 + SIGTERM once its shutdown hooks have run.
+    assert supervisor.exit_status(sigterm, [0, 128 + signal.SIGTERM]) == 0
+
+
+def test_the_spark_cluster_gets_its_sigterm_once_the_job_has_stopped(tmp_path: Path) -> None:
+    """The ingest job finishes its batch on its executors when asked to stop: its cluster stops
+    after it, and cleanly (here: exit 0 only if the job's 1 s stop has ended before)."""
+    import io
+    import threading
+
+    done = tmp_path / "job-stopped"
+    loop = "while :; do sleep 0.1; done"
+    job = plan.Process(
+        name="ingest",
+        argv=("sh", "-c", f"trap 'sleep 1; touch {done}; exit 0' TERM; {loop}"),
+        port=1,
+        health_path="/",
+    )
+    cluster = plan.Process(
+        name="spark-master",
+        argv=("sh", "-c", f"trap 'test -e {done}; exit $?' TERM; {loop}"),
+        port=2,
+        health_path="/",
+        stop_last=True,
+    )
+    output = io.StringIO()
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    code = supervisor.run(
+        [cluster, job], listen_address="127.0.0.1", log_dir=tmp_path, stop_timeout=10, output=output
+    )
+    assert code == 0, output.getvalue()
 
 
 def test_a_component_that_ignores_sigterm_is_killed_once_and_the_stop_is_not_clean(
