@@ -9,8 +9,6 @@ Where each target comes from, in order:
   first time a test asks for Kafka, with other tenants' load on it; VIGIA_TEST_CONNECT_HOME as well
   starts a MariaDB HES and a Connect worker with connector hes-measure the first time a test asks
   for Connect or the HES. Everything is stopped by PID when the run ends;
-- PySpark's own distribution (the pyspark package) starts a standalone Spark master and two
-  one-core workers the first time a test asks for `spark_cluster`;
 - neither: the test is skipped with one line that says what to set.
 """
 
@@ -30,7 +28,6 @@ from tests.conftest import free_port
 from tests.realstack.connect_worker import ConnectWorker
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.process import LoggedProcess
-from tests.realstack.spark_cluster import SparkCluster, pyspark_home
 from tests.realstack.targets import (
     BrokerControl,
     ConnectTarget,
@@ -73,7 +70,6 @@ class RealStack:
         self.tenants: LoggedProcess | None = None
         self.hes: HesDatabase | None = None
         self.connect: ConnectWorker | None = None
-        self.spark: SparkCluster | None = None
         self.failed: BaseException | None = None
 
     def cluster(self) -> KafkaCluster:
@@ -109,17 +105,6 @@ class RealStack:
             print(f"\nreal stack: HES + Connect up in {time.monotonic() - began:.1f} s", end="")
         return self.hes, self.connect
 
-    def spark_cluster(self) -> SparkCluster:
-        if self.spark is None:
-            began = time.monotonic()
-            self.spark = SparkCluster(pyspark_home(), self.workdir / "spark")
-            self.spark.start()
-            print(
-                f"\nreal stack: Spark master + 2 workers up in {time.monotonic() - began:.1f} s",
-                end="",
-            )
-        return self.spark
-
     def _start_tenants(self, bootstrap: str) -> None:
         self.tenants = LoggedProcess(
             "tenants",
@@ -136,13 +121,9 @@ class RealStack:
             found.append(self.tenants)
         if self.connect and self.connect.process:
             found.append(self.connect.process)
-        if self.spark:
-            found.extend(self.spark.logs())
         return found
 
     def close(self) -> None:
-        if self.spark is not None:
-            self.spark.close()
         if self.tenants is not None:
             self.tenants.stop(30)
         if self.connect is not None:
@@ -164,7 +145,6 @@ REAL_FIXTURES = frozenset(
         "connect_target",
         "hes_target",
         "connect_worker",
-        "spark_cluster",
     }
 )
 
@@ -344,15 +324,3 @@ def hes_target(request: pytest.FixtureRequest) -> HesTarget:
         )
     hes, _ = _harness_connect(request)
     return HesTarget(hes.dsn("reader"), hes.dsn("writer"), hes.stop, hes.start)
-
-
-# -- Spark ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(request: pytest.FixtureRequest) -> SparkCluster:
-    """A standalone master and two one-core workers on loopback (`url`: spark://…), from PySpark's
-    own distribution; stopped, executors included, when the run ends."""
-    pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-    stack: RealStack = request.getfixturevalue("real_stack")
-    return stack.spark_cluster()

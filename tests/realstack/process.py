@@ -3,7 +3,6 @@ that log, stopped by PID with SIGTERM and, after a deadline, SIGKILL."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -86,21 +85,3 @@ class LoggedProcess:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
-
-    def stop_group(self, timeout: float = 60.0) -> None:
-        """Stops the process's whole group (its session, from `launch`): a server that starts
-        children of its own, such as a Spark worker's executors and their Python workers, leaves
-        none behind. SIGTERM first, SIGKILL for whatever is left after ``timeout``."""
-        process = self._process
-        if process is None:
-            return
-        self._signal_group(process.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=timeout)
-        self._signal_group(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-    @staticmethod
-    def _signal_group(pgid: int, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):  # every member has exited already
-            os.killpg(pgid, signum)
