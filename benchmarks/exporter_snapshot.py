@@ -31,7 +31,7 @@ import sys
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FunctionType, MappingProxyType, MethodType, ModuleType
 from typing import Any, TypeVar
@@ -55,6 +55,7 @@ from exporter.model.snapshot import (
     LogDirPartition,
     Partition,
     Quorum,
+    RecordTime,
     Topic,
     TopicPartitionRef,
 )
@@ -159,20 +160,33 @@ def shaped_snapshot(
         group_list.append(
             ConsumerGroup(group_id, "STABLE", "CLASSIC", "range", 1, (member,), committed)
         )
+    return healthy_snapshot(collected_at, topics, replicas_on, group_list)
+
+
+def healthy_snapshot(
+    collected_at: float,
+    topics: Sequence[Topic],
+    replicas_on: Mapping[int, Sequence[LogDirPartition]],
+    groups: Sequence[ConsumerGroup],
+    record_times: tuple[RecordTime, ...] = (),
+) -> ClusterSnapshot:
+    """A synthetic cluster's collection: the brokers of `replicas_on` (id → the replicas in its
+    one log dir), all up, broker 1 the quorum's controller."""
     return ClusterSnapshot(
         collected_at=collected_at,
         cluster_id="synthetic",
         controller_id=1,
         controller_source="quorum",
-        brokers=tuple(Broker(b, f"broker-{b}", 9092) for b in range(1, brokers + 1)),
+        brokers=tuple(Broker(b, f"broker-{b}", 9092) for b in replicas_on),
         topics=tuple(topics),
         log_dirs=tuple(
             BrokerLogDirs(b, None, (LogDir("/var/lib/kafka", None, 10**12, 5 * 10**11, tuple(ps)),))
             for b, ps in replicas_on.items()
         ),
-        groups=tuple(group_list),
+        groups=tuple(groups),
         quorum=Quorum(1, (), ()),
         broker_min_insync_replicas=2,
+        record_times=record_times,
     )
 
 

@@ -18,18 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from benchmarks.exporter_snapshot import healthy_snapshot
 from exporter.model.record_time import DEFAULT_PARTITIONS, lagging_partitions, plan_reads
 from exporter.model.snapshot import (
-    Broker,
-    BrokerLogDirs,
     ClusterSnapshot,
     CommittedOffset,
     ConsumerGroup,
     GroupMember,
-    LogDir,
     LogDirPartition,
     Partition,
-    Quorum,
     RecordTime,
     Topic,
     TopicPartitionRef,
@@ -104,22 +101,7 @@ def snapshot(load: GroupLoad, i: int, record_times: tuple[RecordTime, ...] = ())
         groups.append(
             ConsumerGroup(f"group-{g:05d}", state, "CLASSIC", "range", 1, members, committed)
         )
-    return ClusterSnapshot(
-        collected_at=at,
-        cluster_id="synthetic",
-        controller_id=1,
-        controller_source="quorum",
-        brokers=tuple(Broker(b, f"broker-{b}", 9092) for b in range(1, BROKERS + 1)),
-        topics=tuple(topics),
-        log_dirs=tuple(
-            BrokerLogDirs(b, None, (LogDir("/var/lib/kafka", None, 10**12, 5 * 10**11, tuple(ps)),))
-            for b, ps in sizes.items()
-        ),
-        groups=tuple(groups),
-        quorum=Quorum(1, (), ()),
-        broker_min_insync_replicas=2,
-        record_times=record_times,
-    )
+    return healthy_snapshot(at, topics, sizes, groups, record_times)
 
 
 def with_record_times(snap: ClusterSnapshot, previous: ExporterState | None) -> ClusterSnapshot:
