@@ -6,11 +6,11 @@ are counted and printed, and every HES row reaches Parquet exactly once through 
 (available-now runs, a checkpoint and group of their own, meters `it<run>-…`).
 
 While no record reaches the topic the exporter's `kafka_connect_connector_stalled` names the cause
-(`connect_down` while the worker's REST does not answer), and a real Prometheus evaluating the
-repository's rules raises HesConnectorStalled once, within 3 minutes of the stall, which resolves
-by itself once rows move. The worker stays dead until the page fires: a crash that long is what
-the page is for (a single worker started again is handed its task at once, see the timeline).
-What the exporter served at each moment is recorded (tests/realstack/moments.py).
+(`connect_down` while the worker's REST does not answer) within one look after --stall-after, and
+clears once rows move again. What the exporter served at each moment is recorded
+(tests/realstack/moments.py, tests/fixtures/connect-debezium/drills/worker-killed/): the page
+HesConnectorStalled raises on those series, once, within 3 minutes, and its resolution are promtool
+cases built from that recording (prometheus/tests/hes_test.yml), not waited for here (CI time).
 
 Written for the shared, busy harness: the exporter filtered to the topic and the run's group,
 every wait with a deadline, counts compared with the topic's end offsets read before.
@@ -40,7 +40,7 @@ from exporter.connect.stall import CAUSES
 from ingest.config import IngestConfig
 from ingest.kafka_source.offsets import to_json
 from tests.exporter.exposition import Samples, value
-from tests.exporter.live import Running, exporter_process
+from tests.exporter.live import Running, exporter_process, wait_for
 from tests.ingest.conftest import spark  # noqa: F401
 from tests.integration.hes_leg import (
     CONNECT,
@@ -59,18 +59,14 @@ from tests.integration.hes_leg import (
     stored_keys,
     topic_ends,
 )
-from tests.monitoring.servers import RULE_FILES, PromAPI, derived_prometheus_config
 from tests.realstack.connect_worker import ConnectWorker
 from tests.realstack.moments import Moments
 from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
-from tests.servers import PROMETHEUS, start_prometheus
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.prometheus]
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-ALERT = "HesConnectorStalled"
 BATCH, EVERY = 10, 0.5  # 20 rows a second, each batch one transaction
 STALL_AFTER = 30.0  # the exporter's --stall-after, left at its default
-PAGE_WITHIN = 180.0  # issue 23: one page within 3 minutes of the stall
 DEADLINE = 120.0
 
 
@@ -123,25 +119,17 @@ class Look:
     worker_up: float | None
     task: str | None  # the exporter's kafka_connect_task_state at 1
     end: int  # the topic's summed end offsets, as the exporter serves them
-    alert: dict[str, Any] | None  # HesConnectorStalled for hes-measure in Prometheus
 
 
 @dataclass
 class Watch:
-    """A look every second at the exporter and Prometheus, kept for the assertions after."""
+    """A look every second at the exporter, kept for the timeline."""
 
     exporter: Running
-    api: PromAPI
     looks: list[Look] = field(default_factory=list)
 
     def look(self) -> Look:
         found = self.exporter.metrics()
-        alerts = [
-            a
-            for a in self.api.client.get("/api/v1/alerts").json()["data"]["alerts"]
-            if a["labels"]["alertname"] == ALERT and a["labels"].get("connector") == CONNECTOR
-        ]
-        assert len(alerts) <= 1, alerts
         seen = Look(
             time.monotonic(),
             _stalls(found),
@@ -155,7 +143,6 @@ class Watch:
                 None,
             ),
             _topic_end(found),
-            alerts[0] if alerts else None,
         )
         self.looks.append(seen)
         return seen
@@ -192,26 +179,20 @@ def _topic_end(found: Samples) -> int:
     )
 
 
-def test_a_worker_killed_with_kill_9_pages_once_and_every_row_reaches_parquet_once(
+def test_a_worker_killed_with_kill_9_is_named_stalled_and_every_row_reaches_parquet_once(
     env: dict[str, str],
     connect_worker: ConnectWorker,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    if PROMETHEUS is None:
-        pytest.skip("not installed: prometheus (Debian package prometheus)")
     run_id = uuid.uuid4().hex[:8]
     group, prefix = f"vigia-it-kill-{run_id}", f"it{run_id}-"
     options = kafka_config.from_env()
     start = topic_ends(env[KAFKA], options)
     writer = Writer(env[WRITER], prefix)
     with exporter_process(tmp_path / "exporter.log", *exporter_args(env, group)) as exporter:
-        config = derived_prometheus_config(
-            tmp_path, {"vigia-exporter": [exporter.url.removeprefix("http://")]}, RULE_FILES, "2s"
-        )
-        prometheus = start_prometheus(config, tmp_path / "data", tmp_path / "prometheus.log")
         try:
-            watch = Watch(exporter, PromAPI(prometheus.url))
+            watch = Watch(exporter)
             moments = Moments(tmp_path / "worker-killed", exporter, env[CONNECT], TOPIC, env[JMX])
             watch.until(
                 lambda s: s.task == "RUNNING" and set(s.stalls) == set(CAUSES),
@@ -219,6 +200,12 @@ def test_a_worker_killed_with_kill_9_pages_once_and_every_row_reaches_parquet_on
                 "the task RUNNING and every stall series served",
             )
             assert not any(watch.looks[-1].stalls.values())
+            # Connect's series come from its own watcher; the document needs a Kafka collection.
+            wait_for(
+                lambda: exporter.get("/api/v1/cluster").status_code == 200,
+                DEADLINE,
+                "the exporter's first collection",
+            )
             moments.record("healthy")
 
             writer.start()
@@ -236,19 +223,6 @@ def test_a_worker_killed_with_kill_9_pages_once_and_every_row_reaches_parquet_on
             moments.mark(f"stalled, cause connect_down, {stalled.at - killed:.1f} s after the kill")
             moments.record("killed-stalled")
 
-            paged = watch.until(
-                lambda s: s.alert is not None and s.alert["state"] == "firing",
-                PAGE_WITHIN,
-                f"{ALERT} firing",
-            )
-            assert paged.alert is not None
-            moments.mark(
-                f"{ALERT} firing {paged.at - killed:.1f} s after the kill: "
-                f"{paged.alert['annotations']['description'][:160]!r}"
-            )
-            assert paged.at - killed <= PAGE_WITHIN  # rows stopped moving at the kill
-            assert "connect_down" in paged.alert["annotations"]["description"]
-
             end_dead = watch.look().end
             connect_worker.relaunch()
             moments.mark("the worker's REST answers again")
@@ -263,24 +237,18 @@ def test_a_worker_killed_with_kill_9_pages_once_and_every_row_reaches_parquet_on
             written = writer.stop()
             moments.mark(f"{len(written)} rows written in all")
 
-            recovered = watch.until(
+            watch.until(
                 lambda s: not any(s.stalls.values()) and s.task == "RUNNING", DEADLINE, "no stall"
             )
             moments.record("recovered")
             _every_row_once_in_parquet(env, group, prefix, start, written, tmp_path, request)
             moments.mark("every row in Parquet, once")
-            resolved = watch.until(lambda s: s.alert is None, DEADLINE, f"{ALERT} resolved")
-            moments.mark(
-                f"{ALERT} resolved {resolved.at - recovered.at:.1f} s after the stall ended"
-            )
-            _one_page(watch)
             ends = topic_ends(env[KAFKA], options)
             duplicates = sum(ends.values()) - sum(start.values()) - len(written)
             moments.mark(f"{duplicates} duplicates in Kafka for {len(written)} rows")
             assert duplicates >= 0
         finally:
             writer.halt.set()
-            prometheus.stop()
             kafka = AdminClient({"bootstrap.servers": env[KAFKA], **options})
             kafka.delete_consumer_groups([group], request_timeout=30)[group].exception(timeout=30)
 
@@ -349,14 +317,3 @@ def _every_row_once_in_parquet(
         ingest(session, config)
         stored = stored_keys(Path(config.output), prefix)
     assert stored == expected  # every key stored, exactly once
-
-
-def _one_page(watch: Watch) -> None:
-    """The alert was raised once: present in one unbroken run of looks, one `activeAt`, firing
-    in it, and gone at the end."""
-    present = [i for i, s in enumerate(watch.looks) if s.alert is not None]
-    assert present and present[-1] - present[0] + 1 == len(present), "the alert came back"
-    alerts = [watch.looks[i].alert for i in present]
-    assert len({a["activeAt"] for a in alerts if a}) == 1, "the alert restarted"
-    assert any(a and a["state"] == "firing" for a in alerts)
-    assert watch.looks[-1].alert is None
