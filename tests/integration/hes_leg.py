@@ -1,6 +1,7 @@
-"""What the HES leg's real-stack drills use (test_hes_leg_end_to_end.py): the exporter's flags,
-rows written with the HES's writer user, the topic's end offsets straight from the cluster, and the
-ingest job's available-now runs whose Parquet is read back by key."""
+"""What the HES leg's real-stack drills use (test_hes_leg_end_to_end.py,
+test_connect_worker_killed.py): their targets, the exporter's flags, rows written with the HES's
+writer user, the topic's end offsets straight from the cluster, and the ingest job's available-now
+runs whose Parquet is read back by key."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.dataset as ds
+import pytest
 from pyspark.sql import SparkSession
 
 from common.hes import UPSERT, connect, naive_utc, parse_dsn
@@ -18,6 +20,7 @@ from ingest.job import IngestJob, preflight_kafka
 from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.metrics import IngestMetrics
 from ingest.schema import MAGNITUDES, MEASURE_KEY_COLUMNS
+from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
 
 CONNECT, HES, WRITER, KAFKA, JMX = "connect", "hes", "writer", "kafka", "jmx"
 TOPIC = "measure"  # where the connector's RegexRouter sends cdc.hes.measure
@@ -28,6 +31,22 @@ COLLECTION_TIMEOUT = 5
 ONE_COLLECTION = HES_INTERVAL + COLLECTION_TIMEOUT + 3
 
 Key = tuple[str, str, int, str]
+
+
+@pytest.fixture
+def env(
+    kafka_target: KafkaTarget, connect_target: ConnectTarget, hes_target: HesTarget
+) -> dict[str, str]:
+    """The drills' targets by name: Kafka, Connect (REST, JMX), the HES (read-only, writer)."""
+    if not hes_target.writer_dsn:
+        pytest.skip("VIGIA_TEST_HES_WRITER_DSN is not set: nothing may insert into the HES")
+    return {
+        KAFKA: kafka_target.bootstrap,
+        CONNECT: connect_target.url,
+        JMX: connect_target.jmx_url,
+        HES: hes_target.dsn,  # the exporter's read-only user, as in test_hes_real_source.py
+        WRITER: hes_target.writer_dsn,
+    }
 
 
 def exporter_args(env: dict[str, str], group: str) -> tuple[str, ...]:

@@ -45,13 +45,13 @@ from tests.ingest.conftest import spark  # noqa: F401
 from tests.integration.hes_leg import (
     CONNECT,
     CONNECTOR,
-    HES,
     JMX,
     KAFKA,
     ONE_COLLECTION,
     TOPIC,
     WRITER,
     Key,
+    env,  # noqa: F401
     exporter_args,
     ingest,
     insert,
@@ -61,28 +61,12 @@ from tests.integration.hes_leg import (
 )
 from tests.realstack.connect_worker import ConnectWorker
 from tests.realstack.moments import Moments
-from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 BATCH, EVERY = 10, 0.5  # 20 rows a second, each batch one transaction
 STALL_AFTER = 30.0  # the exporter's --stall-after, left at its default
 DEADLINE = 120.0
-
-
-@pytest.fixture
-def env(
-    kafka_target: KafkaTarget, connect_target: ConnectTarget, hes_target: HesTarget
-) -> dict[str, str]:
-    if not hes_target.writer_dsn:
-        pytest.skip("VIGIA_TEST_HES_WRITER_DSN is not set: nothing may insert into the HES")
-    return {
-        KAFKA: kafka_target.bootstrap,
-        CONNECT: connect_target.url,
-        JMX: connect_target.jmx_url,
-        HES: hes_target.dsn,
-        WRITER: hes_target.writer_dsn,
-    }
 
 
 class Writer(threading.Thread):
@@ -180,7 +164,7 @@ def _topic_end(found: Samples) -> int:
 
 
 def test_a_worker_killed_with_kill_9_is_named_stalled_and_every_row_reaches_parquet_once(
-    env: dict[str, str],
+    env: dict[str, str],  # noqa: F811
     connect_worker: ConnectWorker,
     tmp_path: Path,
     request: pytest.FixtureRequest,
@@ -289,7 +273,7 @@ def _until_rows_move(watch: Watch, connect_url: str, end: int, moments: Moments)
 
 
 def _every_row_once_in_parquet(
-    env: dict[str, str],
+    env: dict[str, str],  # noqa: F811
     group: str,
     prefix: str,
     start: dict[tuple[str, int], int],

@@ -55,13 +55,13 @@ from tests.ingest.conftest import spark  # noqa: F401
 from tests.integration.hes_leg import (
     CONNECT,
     CONNECTOR,
-    HES,
     JMX,
     KAFKA,
     ONE_COLLECTION,
     TOPIC,
     WRITER,
     Key,
+    env,  # noqa: F401
     exporter_args,
     ingest,
     insert,
@@ -70,7 +70,7 @@ from tests.integration.hes_leg import (
     topic_ends,
 )
 from tests.realstack.moments import Moments
-from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
+from tests.realstack.targets import HesTarget
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -79,27 +79,16 @@ METERS, PERIODS = 20, 4
 
 
 @pytest.fixture
-def env(
-    kafka_target: KafkaTarget, connect_target: ConnectTarget, hes_target: HesTarget
-) -> dict[str, str]:
-    if not hes_target.writer_dsn:
-        pytest.skip("VIGIA_TEST_HES_WRITER_DSN is not set: nothing may insert into the HES")
-    return {
-        KAFKA: kafka_target.bootstrap,
-        CONNECT: connect_target.url,
-        JMX: connect_target.jmx_url,
-        HES: hes_target.dsn,  # the exporter's read-only user, as in test_hes_real_source.py
-        WRITER: hes_target.writer_dsn,
-    }
-
-
-@pytest.fixture
 def run_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
 @pytest.fixture
-def exporter(env: dict[str, str], run_id: str, tmp_path: Path) -> Iterator[Running]:
+def exporter(
+    env: dict[str, str],  # noqa: F811
+    run_id: str,
+    tmp_path: Path,
+) -> Iterator[Running]:
     group = f"vigia-it-hes-{run_id}"
     with exporter_process(tmp_path / "exporter.log", *exporter_args(env, group)) as running:
         yield running
@@ -165,7 +154,7 @@ def _topic_end(running: Running) -> int:
 
 
 def test_hes_rows_reach_parquet_and_every_hop_agrees(
-    env: dict[str, str],
+    env: dict[str, str],  # noqa: F811
     run_id: str,
     exporter: Running,
     tmp_path: Path,
@@ -275,7 +264,10 @@ def _connected(jmx_url: str, server: str) -> float | None:
 
 
 @pytest.fixture
-def outage(env: dict[str, str], hes_target: HesTarget) -> tuple[Callable[[], None], ...]:
+def outage(
+    env: dict[str, str],  # noqa: F811
+    hes_target: HesTarget,
+) -> tuple[Callable[[], None], ...]:
     if hes_target.stop is None or hes_target.start is None or not env[JMX]:
         pytest.skip(
             "VIGIA_TEST_HES_STOP/_START or VIGIA_TEST_CONNECT_JMX_URL not set: cannot stop the "
@@ -307,7 +299,7 @@ OUTAGE = 70.0
 
 
 def test_a_stopped_hes_shows_within_one_collection_and_a_task_restarted_meanwhile_stays_failed(
-    env: dict[str, str],
+    env: dict[str, str],  # noqa: F811
     outage: tuple[Callable[[], None], ...],
     exporter: Running,
     run_id: str,
