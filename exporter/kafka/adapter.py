@@ -71,6 +71,7 @@ from exporter.kafka.group_requests import (
 from exporter.kafka.kafka_python_log import quiet_kafka_python
 from exporter.kafka.slow_phases import SlowPhases
 from exporter.model.filters import Filters
+from exporter.model.retention import Retention, topic_retention
 from exporter.model.snapshot import (
     GROUP_COORDINATOR_PHASE,
     Broker,
@@ -222,6 +223,9 @@ class KafkaAdapter:
         self._filters = filters
         # Log dirs, configs, quorum and racks: reused from a recent complete answer (slow_phases).
         self._slow_phases = SlowPhases(slow_phase_interval)
+        # Whether the last configs gave a collected topic a size limit: its retention margin is
+        # the unread share of the partition's size, so the sizes must be as fresh as the offsets.
+        self._size_limited = True
         # Group -> its topic: reported even when ListGroups does not list it (a cluster without
         # ListGroups, such as librdkafka's mock), with offsets asked for that topic's partitions
         # (the mock answers an OffsetFetch of "all topics" with none).
@@ -335,6 +339,7 @@ class KafkaAdapter:
                 deadline,
             ),
             lambda dirs: all(d.error is None for d in dirs),
+            self._size_limited,
         )
         groups = self._pool.submit(self._groups, topics, legacy, deadline, phases)
         configs = self._slow_phase(
@@ -350,6 +355,7 @@ class KafkaAdapter:
         group_list = _result(groups, deadline, phases, "groups", (), launched)
 
         broker_default, topic_configs = configs
+        self._size_limited = any(_size_limit(c) for c in topic_configs.values())
         topics = [_with_configs_and_offsets(t, topic_configs, offsets) for t in topics]
         controller_id, controller_source = resolve_controller(
             quorum, metadata.controller_id, "metadata", brokers
@@ -378,10 +384,12 @@ class KafkaAdapter:
         phases: _Phases,
         ask: Callable[[], T],
         complete: Callable[[T], bool] = lambda _: True,
+        fresh: bool = False,
     ) -> T:
         """A recent complete answer of the phase for the same `key`, or a fresh one (kept for the
-        next collections when complete: no error in its phase, and `complete(value)`)."""
-        answer = self._slow_phases.reusable(phase, key)
+        next collections when complete: no error in its phase, and `complete(value)`); always a
+        fresh one when `fresh`."""
+        answer = None if fresh else self._slow_phases.reusable(phase, key)
         if answer is not None:
             phases.durations[phase] = answer.duration
             return cast(T, answer.value)
@@ -1017,6 +1025,11 @@ def _group(
         committed=offsets,
         denied=denied,
     )
+
+
+def _size_limit(configs: Mapping[str, str]) -> bool:
+    retention = topic_retention(configs)
+    return isinstance(retention, Retention) and retention.bytes is not None
 
 
 def _quorum(raw: Mapping[str, Any]) -> Quorum | None:

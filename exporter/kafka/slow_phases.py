@@ -12,7 +12,8 @@ broker, decoded by kafka-python) was the largest Python cost of a collection at 
   comes back, a new topic or partition, a reassignment: the phase is asked again at once.
 So a broker's up/down state (from the metadata, every collection) and a new topic's size and
 configs are never late; a config change or an existing partition's growth shows up to the
-interval late.
+interval late. The adapter asks the sizes every collection while a topic has a size limit (its
+retention margin needs sizes as fresh as the offsets).
 """
 
 from __future__ import annotations

@@ -102,3 +102,23 @@ def test_a_broker_that_did_not_answer_is_asked_again_at_the_next_collection() ->
     assert fake.calls["describe_log_dirs"] == len(recorded.brokers)
     assert all(b.error is None for b in collected.log_dirs)
     assert fake.calls["describe_configs"] == 0  # complete: reused
+
+
+def test_sizes_are_asked_every_collection_while_a_topic_has_a_size_limit() -> None:
+    """Its retention margin is the unread share of the partition's size: a size a minute old
+    beside offsets read now would put the loss later than it is."""
+    recorded = snapshot("healthy")
+    events = next(t for t in recorded.topics if t.name == "events")
+    limited = replace(events, configs={**events.configs, "retention.bytes": str(1 << 30)})
+    fake = FakeCluster(
+        replace(recorded, topics=tuple(limited if t is events else t for t in recorded.topics))
+    )
+    adapter = fake.adapter(slow_phase_interval=60.0)
+    try:
+        adapter.collect(timeout=5)
+        fake.calls.clear()
+        adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert fake.calls["describe_log_dirs"] == len(recorded.brokers)
+    assert fake.calls["describe_configs"] == 0 and fake.calls["describe_metadata_quorum"] == 0
