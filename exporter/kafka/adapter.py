@@ -355,7 +355,10 @@ class KafkaAdapter:
         group_list = _result(groups, deadline, phases, "groups", (), launched)
 
         broker_default, topic_configs = configs
-        self._size_limited = any(_size_limit(c) for c in topic_configs.values())
+        # Without configs (failed, or not supported) no limit is known: sizes are kept fresh.
+        self._size_limited = not topic_configs or any(
+            _size_limit(c) for c in topic_configs.values()
+        )
         topics = [_with_configs_and_offsets(t, topic_configs, offsets) for t in topics]
         controller_id, controller_source = resolve_controller(
             quorum, metadata.controller_id, "metadata", brokers
