@@ -1,5 +1,6 @@
 """The drills recorded on the real stack (tests/fixtures/connect-debezium/drills: the HES stopped
-70 s with a task restart meanwhile, and the worker killed with `kill -9`; recorded by
+70 s with a task restart meanwhile, the worker killed with `kill -9`, and the worker cut off from
+Kafka until its task stayed unassigned for the rebalance delay; recorded by
 tests/integration's drills through tests/realstack/moments.py). At each moment the stall cause
 computed from what was recorded — the worker's REST answer, or its last one while it did not
 answer, beside the exporter's flow verdict — is the one the exporter served, and each moment shows
@@ -34,6 +35,13 @@ EXPECTED = {
     # The worker back and RUNNING, the topic moved, the flow verdict not yet looked again.
     "worker-killed/restarted-moving": ("silent", "RUNNING", 1, 1),
     "worker-killed/recovered": (None, "RUNNING", 1, 1),
+    # Issue 23's stall: REST says the connector UNASSIGNED and its task still RUNNING, which no
+    # worker runs; served as task RUNNING and cause unassigned until rows move again.
+    "worker-cut-off/healthy": (None, "RUNNING", 1, 1),
+    "worker-cut-off/cut-off-stalled": ("unassigned", "RUNNING", 1, 1),
+    "worker-cut-off/paged": ("unassigned", "RUNNING", 1, 1),
+    "worker-cut-off/moving-again": (None, "RUNNING", 1, 1),
+    "worker-cut-off/recovered": (None, "RUNNING", 1, 1),
 }
 
 

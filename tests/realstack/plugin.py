@@ -25,7 +25,7 @@ import pytest
 
 from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
-from tests.realstack.connect_worker import ConnectWorker
+from tests.realstack.connect_worker import HARNESS_REBALANCE_DELAY_MS, ConnectWorker
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.process import LoggedProcess
 from tests.realstack.targets import (
@@ -99,7 +99,10 @@ class RealStack:
             self.hes = HesDatabase(self.workdir / "hes", free_port())
             self.hes.start()
             self.connect = ConnectWorker(
-                Path(_env(CONNECT_HOME_ENV)), cluster.home, self.workdir / "connect"
+                Path(_env(CONNECT_HOME_ENV)),
+                cluster.home,
+                self.workdir / "connect",
+                rebalance_delay_ms=HARNESS_REBALANCE_DELAY_MS,
             )
             self.connect.start(cluster.bootstrap, self.hes)
             print(f"\nreal stack: HES + Connect up in {time.monotonic() - began:.1f} s", end="")
