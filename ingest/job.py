@@ -48,8 +48,10 @@ from ingest.config import IngestConfig
 from ingest.hes_source import DayRowsRefresher
 from ingest.kafka_source import SOURCE_NAME, register
 from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
+from ingest.kafka_source.counts import summed
 from ingest.kafka_source.retry import RetryObserver
 from ingest.kafka_source.retry_spool import RetrySpool
+from ingest.kafka_source.task_counts import TaskCounts
 from ingest.loss_log import loss_dir
 from ingest.metrics import (
     BatchWritten,
@@ -137,13 +139,18 @@ def quiet_spark_logs(spark: SparkSession, level: str) -> None:
 
 
 def read_stream(
-    spark: SparkSession, config: IngestConfig, retry_spool: str | None = None
+    spark: SparkSession,
+    config: IngestConfig,
+    retry_spool: str | None = None,
+    task_counts: TaskCounts | None = None,
 ) -> DataFrame:
     """The Kafka stream with the columns of Spark's Kafka source, whichever source reads it.
-    ``retry_spool``: where the vigia-kafka source counts its Kafka retries (`RetrySpool`)."""
+    ``retry_spool``: where the vigia-kafka source's planner counts its Kafka retries
+    (`RetrySpool`); ``task_counts``: where its read tasks count theirs and the offsets they
+    skipped (else in the spool too, which misses executors on other hosts)."""
     reader = spark.readStream
     if config.source == "python-kafka":
-        register(spark)
+        register(spark, task_counts.attach(spark.sparkContext) if task_counts is not None else None)
         reader = reader.format(SOURCE_NAME).option("commitGroupId", config.group_id)
     else:
         reader = reader.format("kafka")
@@ -352,14 +359,16 @@ class IngestJob:
         metrics: IngestMetrics,
         admin: KafkaAdmin,
         retry_spool: str | None = None,
+        task_counts: TaskCounts | None = None,
     ) -> None:
         """``admin``: from `preflight_kafka`; commits the group offsets, closed by `run`.
-        ``retry_spool``: see `read_stream`."""
+        ``retry_spool``, ``task_counts``: see `read_stream`."""
         self.spark = spark
         self.config = config
         self.metrics = metrics
         self.admin = admin
         self.retry_spool = retry_spool
+        self.task_counts = task_counts
         self._stop = threading.Event()
         self._stop_now = threading.Event()
         self.query: StreamingQuery | None = None
@@ -406,7 +415,9 @@ class IngestJob:
         for listener in listeners:
             self.spark.streams.addListener(listener)
         try:
-            stream = observed_stream(read_stream(self.spark, config, self.retry_spool))
+            stream = observed_stream(
+                read_stream(self.spark, config, self.retry_spool, self.task_counts)
+            )
             self.query = start_query(stream, config, BatchWriter(sink, config, self.metrics))
             log.info(
                 "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
@@ -481,6 +492,18 @@ def _source_counts(config: IngestConfig, metrics: IngestMetrics) -> DayRowsRefre
     return refresher
 
 
+def job_metrics(config: IngestConfig, spool: RetrySpool, tasks: TaskCounts) -> IngestMetrics:
+    """The job's metrics; the Kafka counts sum the spool (the planner's and the driver's calls)
+    and the accumulator (the read tasks', from every executor) on each scrape."""
+    return IngestMetrics(
+        config.query_name,
+        trigger_interval=None if config.available_now else config.trigger_interval,
+        expected_per_day=expected_measures_per_day(config.expected_meters),
+        kafka_retries=lambda: summed(spool.counts(), tasks.retries()),
+        skipped_offsets=lambda: summed(spool.skipped(), tasks.skipped()),
+    )
+
+
 def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure.
     A given ``spark`` session is used and left running; otherwise one is built and stopped."""
@@ -497,13 +520,8 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
     except KafkaSourceError as exc:
         log.error("%s", exc.sentence)
         return EXIT_FAILED
-    metrics = IngestMetrics(
-        config.query_name,
-        trigger_interval=None if config.available_now else config.trigger_interval,
-        expected_per_day=expected_measures_per_day(config.expected_meters),
-        kafka_retries=spool.counts,
-        skipped_offsets=spool.skipped,
-    )
+    tasks = TaskCounts()
+    metrics = job_metrics(config, spool, tasks)
     try:
         server = serve_metrics(config, metrics)
     except JobError as exc:
@@ -520,7 +538,7 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
         for sig in (signal.SIGTERM, signal.SIGINT)
     }
     session = spark if spark is not None else build_spark(config)
-    job = IngestJob(session, config, metrics, admin, spool.directory)
+    job = IngestJob(session, config, metrics, admin, spool.directory, tasks)
     for sig in previous:
         signal.signal(sig, job.request_stop)
     for signum in early:
