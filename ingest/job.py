@@ -36,6 +36,7 @@ from typing import Any, Final
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.registry import Collector
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -64,6 +65,7 @@ from ingest.metrics import (
 )
 from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
 from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
+from ingest.spark_health import SparkHealth, executors_url, rest_fetch
 from ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
@@ -453,12 +455,16 @@ class IngestJob:
             raise exc
 
 
-def serve_metrics(config: IngestConfig, metrics: IngestMetrics) -> WSGIServer | None:
-    """Start /metrics on the configured address (None when the port is 0)."""
+def serve_metrics(
+    config: IngestConfig, metrics: IngestMetrics, *more: Collector
+) -> WSGIServer | None:
+    """Start /metrics on the configured address (None when the port is 0), serving ``metrics``
+    and ``more`` (the cluster's health)."""
     if not config.metrics_port:
         return None
     registry = CollectorRegistry()
-    registry.register(metrics)
+    for collector in (metrics, *more):
+        registry.register(collector)
     try:
         server, _ = start_http_server(
             config.metrics_port, addr=config.metrics_address, registry=registry
@@ -470,6 +476,17 @@ def serve_metrics(config: IngestConfig, metrics: IngestMetrics) -> WSGIServer | 
         ) from exc
     log.info("metrics on http://%s:%d/metrics", config.metrics_address, config.metrics_port)
     return server
+
+
+def watch_executors(spark: SparkSession, health: SparkHealth) -> None:
+    """The cluster's health from the driver's own UI (on by default; its port is 4040 or the
+    next free one, which ``uiWebUrl`` knows)."""
+    context = spark.sparkContext
+    url = executors_url(context.uiWebUrl, context.applicationId)
+    if url is None:
+        log.warning("the Spark UI is disabled (spark.ui.enabled): no executor health metrics")
+        return
+    health.attach(rest_fetch(url))
 
 
 def _source_counts(config: IngestConfig, metrics: IngestMetrics) -> DayRowsRefresher | None:
@@ -522,8 +539,9 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
         return EXIT_FAILED
     tasks = TaskCounts()
     metrics = job_metrics(config, spool, tasks)
+    health = SparkHealth(config.query_name)
     try:
-        server = serve_metrics(config, metrics)
+        server = serve_metrics(config, metrics, health)
     except JobError as exc:
         admin.close()
         log.error("%s", exc)
@@ -538,6 +556,7 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
         for sig in (signal.SIGTERM, signal.SIGINT)
     }
     session = spark if spark is not None else build_spark(config)
+    watch_executors(session, health)
     job = IngestJob(session, config, metrics, admin, spool.directory, tasks)
     for sig in previous:
         signal.signal(sig, job.request_stop)
