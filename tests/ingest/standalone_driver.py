@@ -9,14 +9,15 @@ reads the topic in one available-now batch on the standalone master with the job
 makes the batch's read retry: right before the batch's foreachBatch reads Kafka (the planner has
 fixed the batch's offsets by then and makes no Kafka call until the next batch), the broker is
 told to fail the next two ListOffsets, i.e. the read task's watermark query on the executor.
-Writes what the job's /metrics would serve, each channel's own counts and the driver's REST
-account of its executors to RESULT_JSON.
+Writes what the job's /metrics would serve (the executor health too), each channel's own counts
+and the driver's REST account of its executors to RESULT_JSON.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from ingest import job
 from ingest.config import IngestConfig
 from ingest.kafka_source.retry_spool import RetrySpool
 from ingest.kafka_source.task_counts import TaskCounts
+from ingest.spark_health import SparkHealth
 from ingest.spark_session import start_session
 from tests.ingest.conftest import TOPIC, backfill, utc_day
 from tests.rdkafka_mock import LIST_OFFSETS, controlled_cluster
@@ -86,18 +88,26 @@ def main(master: str, workdir: Path, result: Path) -> None:
                 .start()
             )
             query.awaitTermination()
+            health = SparkHealth(config.query_name)
+            job.watch_executors(spark, health)
             registry = CollectorRegistry()
             registry.register(metrics)
+            registry.register(health)
             context = spark.sparkContext
             api = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}"
+            # The UI's first REST answer takes seconds (its JAX-RS application starts then):
+            # asked first here, as a running job's first scrape would have.
+            began = time.monotonic()
+            executors = rest(f"{api}/allexecutors")
+            first_answer_s = time.monotonic() - began
             report = {
                 "exposition": generate_latest(registry).decode(),
                 "accumulator": [[*key, n] for key, n in tasks.retries().items()],
                 "spool": [[*key, n] for key, n in spool.counts().items()],
                 "input_rows": sum(counted),
                 "messages": manifest.valid_total,
-                "executors": rest(f"{api}/executors"),
-                "allexecutors": rest(f"{api}/allexecutors"),
+                "allexecutors": executors,
+                "first_answer_s": first_answer_s,
             }
         finally:
             spool.close()

@@ -5,7 +5,7 @@ A master and one one-core worker from PySpark's own distribution on loopback
 the ingest job's batch there and makes its read retry on the mock cluster. The executor shares the
 driver's disk here, so the spool would reach the driver too: the test asserts the retry came
 through the accumulator (the channel that also works across hosts) and not the spool, and that
-what /metrics serves includes it.
+what /metrics serves includes it, beside the executors the driver's REST API reports.
 """
 
 from __future__ import annotations
@@ -56,10 +56,16 @@ def test_a_retry_on_a_workers_executor_reaches_the_drivers_metrics(tmp_path: Pat
     [n] = counted
     assert all(row[0] != "watermarks" for row in report["spool"])
 
+    families = {f.name: f for f in text_string_to_metric_families(report["exposition"])}
     served = {
         (s.labels["call"], s.labels["error"]): s.value
-        for family in text_string_to_metric_families(report["exposition"])
-        if family.name == "vigia_ingest_kafka_retries"
-        for s in family.samples
+        for s in families["vigia_ingest_kafka_retries"].samples
     }
     assert served[tuple(WATERMARKS_RETRY)] == n
+
+    # The same /metrics serves the cluster's health from the driver's UI: one one-core executor.
+    health = {
+        name: [s.value for s in families[name].samples]
+        for name in ("vigia_ingest_executors", "vigia_ingest_executor_cores")
+    }
+    assert health == {"vigia_ingest_executors": [1], "vigia_ingest_executor_cores": [1]}
