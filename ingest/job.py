@@ -36,6 +36,7 @@ from typing import Any, Final
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.registry import Collector
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -48,8 +49,10 @@ from ingest.config import IngestConfig
 from ingest.hes_source import DayRowsRefresher
 from ingest.kafka_source import SOURCE_NAME, register
 from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
+from ingest.kafka_source.counts import summed
 from ingest.kafka_source.retry import RetryObserver
 from ingest.kafka_source.retry_spool import RetrySpool
+from ingest.kafka_source.task_counts import TaskCounts
 from ingest.loss_log import loss_dir
 from ingest.metrics import (
     BatchWritten,
@@ -62,6 +65,7 @@ from ingest.metrics import (
 )
 from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
 from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
+from ingest.spark_health import SparkHealth, executors_url, rest_fetch
 from ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
@@ -137,13 +141,18 @@ def quiet_spark_logs(spark: SparkSession, level: str) -> None:
 
 
 def read_stream(
-    spark: SparkSession, config: IngestConfig, retry_spool: str | None = None
+    spark: SparkSession,
+    config: IngestConfig,
+    retry_spool: str | None = None,
+    task_counts: TaskCounts | None = None,
 ) -> DataFrame:
     """The Kafka stream with the columns of Spark's Kafka source, whichever source reads it.
-    ``retry_spool``: where the vigia-kafka source counts its Kafka retries (`RetrySpool`)."""
+    ``retry_spool``: where the vigia-kafka source's planner counts its Kafka retries
+    (`RetrySpool`); ``task_counts``: where its read tasks count theirs and the offsets they
+    skipped (else in the spool too, which misses executors on other hosts)."""
     reader = spark.readStream
     if config.source == "python-kafka":
-        register(spark)
+        register(spark, task_counts.attach(spark.sparkContext) if task_counts is not None else None)
         reader = reader.format(SOURCE_NAME).option("commitGroupId", config.group_id)
     else:
         reader = reader.format("kafka")
@@ -352,14 +361,16 @@ class IngestJob:
         metrics: IngestMetrics,
         admin: KafkaAdmin,
         retry_spool: str | None = None,
+        task_counts: TaskCounts | None = None,
     ) -> None:
         """``admin``: from `preflight_kafka`; commits the group offsets, closed by `run`.
-        ``retry_spool``: see `read_stream`."""
+        ``retry_spool``, ``task_counts``: see `read_stream`."""
         self.spark = spark
         self.config = config
         self.metrics = metrics
         self.admin = admin
         self.retry_spool = retry_spool
+        self.task_counts = task_counts
         self._stop = threading.Event()
         self._stop_now = threading.Event()
         self.query: StreamingQuery | None = None
@@ -406,7 +417,9 @@ class IngestJob:
         for listener in listeners:
             self.spark.streams.addListener(listener)
         try:
-            stream = observed_stream(read_stream(self.spark, config, self.retry_spool))
+            stream = observed_stream(
+                read_stream(self.spark, config, self.retry_spool, self.task_counts)
+            )
             self.query = start_query(stream, config, BatchWriter(sink, config, self.metrics))
             log.info(
                 "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
@@ -442,12 +455,16 @@ class IngestJob:
             raise exc
 
 
-def serve_metrics(config: IngestConfig, metrics: IngestMetrics) -> WSGIServer | None:
-    """Start /metrics on the configured address (None when the port is 0)."""
+def serve_metrics(
+    config: IngestConfig, metrics: IngestMetrics, *more: Collector
+) -> WSGIServer | None:
+    """Start /metrics on the configured address (None when the port is 0), serving ``metrics``
+    and ``more`` (the cluster's health)."""
     if not config.metrics_port:
         return None
     registry = CollectorRegistry()
-    registry.register(metrics)
+    for collector in (metrics, *more):
+        registry.register(collector)
     try:
         server, _ = start_http_server(
             config.metrics_port, addr=config.metrics_address, registry=registry
@@ -459,6 +476,17 @@ def serve_metrics(config: IngestConfig, metrics: IngestMetrics) -> WSGIServer | 
         ) from exc
     log.info("metrics on http://%s:%d/metrics", config.metrics_address, config.metrics_port)
     return server
+
+
+def watch_executors(spark: SparkSession, health: SparkHealth) -> None:
+    """The cluster's health from the driver's own UI (on by default; its port is 4040 or the
+    next free one, which ``uiWebUrl`` knows)."""
+    context = spark.sparkContext
+    url = executors_url(context.uiWebUrl, context.applicationId)
+    if url is None:
+        log.warning("the Spark UI is disabled (spark.ui.enabled): no executor health metrics")
+        return
+    health.attach(rest_fetch(url))
 
 
 def _source_counts(config: IngestConfig, metrics: IngestMetrics) -> DayRowsRefresher | None:
@@ -481,6 +509,18 @@ def _source_counts(config: IngestConfig, metrics: IngestMetrics) -> DayRowsRefre
     return refresher
 
 
+def job_metrics(config: IngestConfig, spool: RetrySpool, tasks: TaskCounts) -> IngestMetrics:
+    """The job's metrics; the Kafka counts sum the spool (the planner's and the driver's calls)
+    and the accumulator (the read tasks', from every executor) on each scrape."""
+    return IngestMetrics(
+        config.query_name,
+        trigger_interval=None if config.available_now else config.trigger_interval,
+        expected_per_day=expected_measures_per_day(config.expected_meters),
+        kafka_retries=lambda: summed(spool.counts(), tasks.retries()),
+        skipped_offsets=lambda: summed(spool.skipped(), tasks.skipped()),
+    )
+
+
 def run_job(config: IngestConfig, spark: SparkSession | None = None) -> int:
     """`vigia-ingest run`: exit 0 when done or stopped, 1 with one sentence on failure.
     A given ``spark`` session is used and left running; otherwise one is built and stopped."""
@@ -497,15 +537,11 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
     except KafkaSourceError as exc:
         log.error("%s", exc.sentence)
         return EXIT_FAILED
-    metrics = IngestMetrics(
-        config.query_name,
-        trigger_interval=None if config.available_now else config.trigger_interval,
-        expected_per_day=expected_measures_per_day(config.expected_meters),
-        kafka_retries=spool.counts,
-        skipped_offsets=spool.skipped,
-    )
+    tasks = TaskCounts()
+    metrics = job_metrics(config, spool, tasks)
+    health = SparkHealth(config.query_name)
     try:
-        server = serve_metrics(config, metrics)
+        server = serve_metrics(config, metrics, health)
     except JobError as exc:
         admin.close()
         log.error("%s", exc)
@@ -520,7 +556,8 @@ def _run_job(config: IngestConfig, spark: SparkSession | None, spool: RetrySpool
         for sig in (signal.SIGTERM, signal.SIGINT)
     }
     session = spark if spark is not None else build_spark(config)
-    job = IngestJob(session, config, metrics, admin, spool.directory)
+    watch_executors(session, health)
+    job = IngestJob(session, config, metrics, admin, spool.directory, tasks)
     for sig in previous:
         signal.signal(sig, job.request_stop)
     for signum in early:

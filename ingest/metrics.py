@@ -162,8 +162,9 @@ class IngestMetrics(Collector):
         runs), exposed so boards can tell a slow batch from a long trigger. ``expected_per_day``:
         measures a complete day holds (`expected_measures_per_day`); None serves no ratio.
         ``kafka_retries``: the Kafka calls' retries so far by (call, error), read on each scrape
-        (`ingest.kafka_source.retry_spool`); ``skipped_offsets``: the offsets reads went on past
-        because retention had deleted them, by (topic, partition), read the same way."""
+        (the job sums `ingest.kafka_source.retry_spool` and `ingest.kafka_source.task_counts`);
+        ``skipped_offsets``: the offsets reads went on past because retention had deleted them,
+        by (topic, partition), read the same way."""
         self.query = query
         self._clock = clock
         self._trigger_interval = trigger_interval

@@ -152,6 +152,57 @@ DURATIONS = row(
 )
 
 
+CLUSTER = row(
+    "Spark cluster and Kafka calls",
+    timeseries(
+        "Executors alive and their cores",
+        q(f"max by (query) (vigia_ingest_executors{{{CQ}}})", "executors {{query}}"),
+        q(f"max by (query) (vigia_ingest_executor_cores{{{CQ}}})", "cores {{query}}"),
+        width=6,
+        description="From the driver's own REST API (its UI): executors that run tasks, "
+        "the driver itself in local mode. No sample while the UI does not answer.",
+    ),
+    timeseries(
+        "Failed tasks and lost executors",
+        q(
+            f"sum by (query) (increase(vigia_ingest_failed_tasks_total{{{CQ}}}[$__rate_interval]))",
+            "failed tasks {{query}}",
+        ),
+        q(
+            f"sum by (query) "
+            f"(increase(vigia_ingest_executors_lost_total{{{CQ}}}[$__rate_interval]))",
+            "executors lost {{query}}",
+        ),
+        width=6,
+        description="Task attempts that failed (Spark retries them) and executors removed "
+        "(killed, crashed, their worker gone), per interval.",
+    ),
+    timeseries(
+        "Kafka retries by call",
+        q(
+            f"sum by (call) (increase(vigia_ingest_kafka_retries_total{{{CQ}}}[$__rate_interval]))",
+            "{{call}}",
+        ),
+        width=6,
+        stack=True,
+        description="Kafka calls tried again after a retriable error (a broker restarting, "
+        "leadership moving): the read tasks' on every executor, counted when a task ends; the "
+        "planner's and the driver's as they happen.",
+    ),
+    timeseries(
+        "Offsets skipped (retention)",
+        q(
+            f"sum by (topic) "
+            f"(increase(vigia_ingest_skipped_offsets_total{{{CQ}}}[$__rate_interval]))",
+            "{{topic}}",
+        ),
+        width=6,
+        description="Offsets the job went on past because retention had deleted them "
+        "(--no-fail-on-data-loss only): measures that never reached Parquet.",
+    ),
+)
+
+
 DAYS = row(
     "Days",
     bargauge(
@@ -175,5 +226,5 @@ BOARD = Board(
     title="Vigía / Ingest",
     description="The PySpark job: batches, rates, durations, backlog, quarantine, freshness.",
     variables=(CLUSTER_VAR, QUERY_VAR),
-    rows=(HEALTH, FLOW, DURATIONS, DAYS),
+    rows=(HEALTH, FLOW, DURATIONS, CLUSTER, DAYS),
 )

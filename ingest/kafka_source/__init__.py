@@ -15,14 +15,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
     from pyspark.sql import SparkSession
+
+    from ingest.kafka_source.counts import Counts
 
 SOURCE_NAME: Final = "vigia-kafka"
 
 __all__ = ["SOURCE_NAME", "register"]
 
 
-def register(spark: SparkSession) -> None:
-    from ingest.kafka_source.source import KafkaDataSource
+def register(spark: SparkSession, counters: Accumulator[Counts] | None = None) -> None:
+    """``counters``: the read tasks count their Kafka retries and skipped offsets into it
+    (`task_counts.TaskCounts.attach`); without, into the spool like the planner."""
+    from ingest.kafka_source.source import KafkaDataSource, counted_source
 
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(KafkaDataSource if counters is None else counted_source(counters))

@@ -5,8 +5,9 @@
 any other ``kafka.<librdkafka key>`` passed to the consumers unchanged (SASL/SSL, ...), and Vigía's
 own ``commitGroupId`` (vigia-ingest; empty to commit nothing), ``kafkaTimeoutMs`` (metadata and
 watermark calls, retried within it; 30000), ``readTimeoutMs`` (a partition read without progress,
-120000), ``retrySpoolDir`` (where the job collects Kafka retry counts; see `retry_spool`) and
-``lossLogDir`` (where ranges skipped with ``failOnDataLoss`` false are recorded; see `loss_log`).
+120000), ``retrySpoolDir`` (where the planner counts Kafka retries, and the reads too when the
+source was registered without an accumulator; see `retry_spool`) and ``lossLogDir`` (where ranges
+skipped with ``failOnDataLoss`` false are recorded; see `loss_log`).
 
 The readers' group: librdkafka creates no consumer without a ``group.id``, and even a consumer
 that is only assigned partitions (never subscribes, never commits) looks up its group's

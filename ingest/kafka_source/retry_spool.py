@@ -1,12 +1,16 @@
-"""Retry counts and skipped offsets from every process of the job to the driver's /metrics,
-through a local directory.
+"""Retry counts from the planner and the driver to the driver's /metrics, through a local
+directory.
 
-The source's Kafka calls run outside the driver's Python process: the planner in a Python worker
-Spark starts per query, the reads in task workers; a Python data source has no metrics channel of
-its own. Each process that retries a call keeps its counts and rewrites one small JSON file in the
-directory (atomically: write, then rename); the driver sums the files on every scrape. Retries are
-rare, so the writes are too. Executors on other hosts write to their own disk: in cluster mode the
-counter covers the driver host's processes only (the retries still show in the executors' logs).
+The source's offset calls (initialOffset, latestOffset, commit) run outside the driver's Python
+process, in a planner worker Spark starts per query, always on the driver's host; the job's own
+Kafka calls (the preflight) run in the driver. A Python data source has no metrics channel of its
+own, and the planner's runner never sends accumulator updates. Each process that retries a call
+keeps its counts and rewrites one small JSON file in the directory (atomically: write, then
+rename); the driver sums the files on every scrape. Retries are rare, so the writes are too.
+
+The read tasks count into an accumulator instead (`task_counts`), which reaches the driver from
+executors on any host; they use the spool only when the source was registered without one (then
+executors on other hosts go uncounted: their disk is not the driver's).
 """
 
 from __future__ import annotations
@@ -21,12 +25,9 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from ingest.kafka_source.counts import RetryCounts, SkippedOffsets
 
-RetryCounts = dict[tuple[str, str], int]
-"""(call, error) → retries."""
-SkippedOffsets = dict[tuple[str, int], int]
-"""(topic, partition) → offsets a read skipped because retention had deleted them."""
+log = logging.getLogger(__name__)
 
 _SEPARATOR = "|"
 # Skipped offsets share the files, under this in place of a call name (topic names have no "|").

@@ -6,6 +6,10 @@ Spark drives it from two kinds of Python processes:
   (`KafkaAdmin`) for metadata, watermarks and group commits;
 - Spark tasks run `read()` on a pickled copy, one task per Kafka partition with data in the batch.
 
+Their Kafka retries and skipped offsets reach the driver's metrics by two channels: the planner's
+through the spool (`retry_spool`, the driver's host), the tasks' through an accumulator
+(`task_counts`) when the source was registered with one (`counted_source`), else the spool too.
+
 Offsets are ``{topic: {partition: next offset}}`` dicts that Spark writes to the checkpoint's offset
 log before a batch runs, so a restarted query replays exactly the ranges it had planned.
 
@@ -27,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+from pyspark.accumulators import Accumulator
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -38,6 +43,7 @@ from pyspark.sql.types import StructType
 
 from ingest.kafka_source import SOURCE_NAME
 from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
+from ingest.kafka_source.counts import Counts
 from ingest.kafka_source.offsets import (
     OffsetRange,
     Offsets,
@@ -49,8 +55,8 @@ from ingest.kafka_source.offsets import (
 )
 from ingest.kafka_source.options import SourceOptions
 from ingest.kafka_source.reader import read_range
-from ingest.kafka_source.retry import RetryObserver
-from ingest.kafka_source.retry_spool import spool_observer
+from ingest.kafka_source.retry_spool import SpoolObserver, spool_observer
+from ingest.kafka_source.task_counts import AccumulatorObserver
 from ingest.loss_log import record_loss
 from ingest.retention_loss import RetentionLoss
 from ingest.schema import KAFKA_SOURCE_SCHEMA
@@ -67,8 +73,11 @@ class KafkaInputPartition(InputPartition):
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, counters: Accumulator[Counts] | None = None) -> None:
+        """``counters``: where read() counts its retries and skipped offsets (`task_counts`);
+        None: the spool, as the planner's calls."""
         self.options = options
+        self.counters = counters
         self._admin: KafkaAdmin | None = None
         self._latest: Offsets | None = None
         self._target: Offsets | None = None
@@ -88,21 +97,28 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 options.kafka_options,
                 options.commit_group_id,
                 options.kafka_timeout_s,
-                observer=self._observer(),
+                observer=self._spool(),
             )
         return self._admin
 
-    def _observer(self) -> RetryObserver | None:
+    def _spool(self) -> SpoolObserver | None:
         spool = self.options.retry_spool_dir
         return spool_observer(spool) if spool else None
+
+    def _task_observer(self) -> AccumulatorObserver | SpoolObserver | None:
+        """read()'s counts: the accumulator reaches the driver from any host, the spool only
+        from the driver's; never both, or a local run would count each retry twice."""
+        if self.counters is not None:
+            return AccumulatorObserver(self.counters)
+        return self._spool()
 
     def _skipped(self, loss: PartitionLoss, appended_before: datetime | None) -> None:
         """Counts a range a read went on past, retention having deleted it, for the job's
         vigia_ingest_skipped_offsets_total, and records it for the completeness check. The
         planner's losses are not: a re-created topic or a deleted partition is read again from its
         start, nothing unread is passed."""
-        if spool := self.options.retry_spool_dir:
-            spool_observer(spool).skipped(loss.topic, loss.partition, loss.lost_to - loss.lost_from)
+        if observer := self._task_observer():
+            observer.skipped(loss.topic, loss.partition, loss.lost_to - loss.lost_from)
         if directory := self.options.loss_log_dir:
             record_loss(
                 directory,
@@ -164,7 +180,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             fail_on_data_loss=self.options.fail_on_data_loss,
             timeout_s=self.options.read_timeout_s,
             kafka_timeout_s=self.options.kafka_timeout_s,
-            observer=self._observer(),
+            observer=self._task_observer(),
             on_skip=self._skipped,
         )
 
@@ -186,6 +202,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 class KafkaDataSource(DataSource):
     """``spark.readStream.format("vigia-kafka")``; register with `register(spark)`."""
 
+    counters: Accumulator[Counts] | None = None
+    """Set on `counted_source`'s subclasses only."""
+
     @classmethod
     def name(cls) -> str:
         return SOURCE_NAME
@@ -194,4 +213,10 @@ class KafkaDataSource(DataSource):
         return KAFKA_SOURCE_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(SourceOptions.parse(self.options))
+        return KafkaStreamReader(SourceOptions.parse(self.options), type(self).counters)
+
+
+def counted_source(counters: Accumulator[Counts]) -> type[KafkaDataSource]:
+    """The source, its reads counting into ``counters``. A class made here is not importable by
+    name, so cloudpickle sends it by value, the accumulator with it (see `task_counts`)."""
+    return type("CountedKafkaDataSource", (KafkaDataSource,), {"counters": counters})

@@ -9,9 +9,13 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 
 from ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
+from ingest.spark_health import SparkHealth
 from tests.metrics_doc import documented, served
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "progress-backlog.json").read_text())
+EXECUTORS = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "spark-rest" / "lost-allexecutors.json").read_text()
+)
 
 
 def test_ingest_families_match_docs() -> None:
@@ -28,9 +32,12 @@ def test_ingest_families_match_docs() -> None:
         metrics.progress(sample_from_progress(event))
     today = dt.datetime.now(dt.UTC).date()
     metrics.batch_written(BatchWritten(1, 10, 0, {today: 10}))
+    health = SparkHealth("vigia-ingest")
+    health.attach(lambda: EXECUTORS)
     registry = CollectorRegistry()
     registry.register(metrics)
+    registry.register(health)  # the job serves both (ingest.job.serve_metrics)
     code = served([generate_latest(registry).decode()])
     doc = documented(("vigia_ingest_",))
-    assert len(doc) == 19
+    assert len(doc) == 23
     assert code == doc

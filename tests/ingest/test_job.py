@@ -30,7 +30,9 @@ from ingest.completeness import main_completeness
 from ingest.config import IngestConfig
 from ingest.job import IngestJob, preflight_kafka, run_job, serve_metrics
 from ingest.kafka_source.adapter import KafkaAdmin
+from ingest.kafka_source.counts import summed
 from ingest.kafka_source.retry_spool import RetrySpool
+from ingest.kafka_source.task_counts import TaskCounts
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS, REASONS
 from ingest.simulator.manifest import Manifest
@@ -383,16 +385,16 @@ def test_the_job_rides_through_a_rolling_restart(spark: SparkSession, tmp_path: 
             for broker in range(1, cluster.brokers + 1):
                 restart(cluster, broker, down_s=2.5, move_after_s=1.0)
 
-        spool = RetrySpool()
+        spool, tasks = RetrySpool(), TaskCounts()
         try:
             metrics = IngestMetrics(config.query_name, kafka_retries=spool.counts)
-            job = IngestJob(spark, config, metrics, preflight_kafka(config), spool.directory)
+            job = IngestJob(spark, config, metrics, preflight_kafka(config), spool.directory, tasks)
             rolling = when_a_batch_is_done(tmp_path / "checkpoint", roll)
             try:
                 job.run()
             finally:
                 rolling.join()  # the cluster must outlive the restarts
-            retries = spool.counts()
+            retries = summed(spool.counts(), tasks.retries())
         finally:
             spool.close()
         table = stored(config)

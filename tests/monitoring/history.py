@@ -11,8 +11,11 @@ Sources, each stamped with the job/instance/cluster labels Prometheus' scrape wo
 - kafka-jmx: the real broker scrapes (`*.jmx-broker-N.prom`) of the state the timeline is in,
   cumulative series advanced the same way; broker 1 is down (up 0) during `broker-down`.
 - vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event
-  and one written batch every 30 s, plus `vigia_ingest_day_completeness_ratio`, which the ingest
-  job does not serve yet (synthetic, named as in prometheus/rules/alerts.yml).
+  and one written batch every 30 s, a few Kafka retries every fifth batch and one retention skip,
+  plus `vigia_ingest_day_completeness_ratio`, which the ingest job does not serve yet (synthetic,
+  named as in prometheus/rules/alerts.yml); and `ingest.spark_health.SparkHealth` answering the
+  recorded standalone cluster (tests/fixtures/spark-rest/): healthy, then an executor lost
+  halfway.
 - probe (`vigia_probe_*` on the exporter target): the exporter's real probe bookkeeping
   (`exporter.probe.tracker.LatencyTracker`) and collector, fed simulated probe rounds.
 - the HES leg (tests/monitoring/hes_history.py): the recorded Kafka Connect / Debezium / HES
@@ -58,6 +61,7 @@ class Target:
 
 EXPORTER = Target("vigia-exporter", "exporter:9308")
 INGEST = Target("vigia-ingest", "ingest:9310")
+SPARK_REST = Path(__file__).parents[1] / "fixtures" / "spark-rest"
 BROKERS = {b: Target("kafka-jmx", f"kafka-{b}:9404", str(b)) for b in (1, 2, 3)}
 
 
@@ -348,15 +352,29 @@ class IngestFeed:
         # Imported here: it needs pyspark, which only the history (not the static tests) requires.
         from ingest.metrics import BatchWritten, IngestMetrics, ProgressSample
         from ingest.schema import REASONS
+        from ingest.spark_health import SparkHealth
 
         self._batch_written = BatchWritten
         self._progress_sample = ProgressSample
         self._reasons = [r.value for r in REASONS]
         self.now = start
         self._rng = random.Random(seed)
-        self.metrics = IngestMetrics(INGEST_QUERY, clock=lambda: self.now)
+        self.retries: dict[tuple[str, str], int] = {}
+        self.skipped: dict[tuple[str, int], int] = {}
+        self.metrics = IngestMetrics(
+            INGEST_QUERY,
+            clock=lambda: self.now,
+            kafka_retries=lambda: dict(self.retries),
+            skipped_offsets=lambda: dict(self.skipped),
+        )
+        self.health = SparkHealth(INGEST_QUERY)
+        answers = SPARK_REST / "healthy-allexecutors.json", SPARK_REST / "lost-allexecutors.json"
+        healthy, lost = (json.loads(path.read_text()) for path in answers)
+        self.lost_at = start + 3600
+        self.health.attach(lambda: healthy if self.now < self.lost_at else lost)
         self.registry = CollectorRegistry()
         self.registry.register(self.metrics)
+        self.registry.register(self.health)
         self.completeness = Gauge(
             "vigia_ingest_day_completeness_ratio",
             "Share of the expected measures stored, per closed day.",
@@ -403,6 +421,12 @@ class IngestFeed:
                 end_offsets={},
             )
         )
+        if self._batch % 5 == 0:  # a leader moving now and then: the reads and the planner retry
+            for call, retries in (("fetch", rng.randint(1, 6)), ("list_offsets", 1)):
+                key = (call, "NOT_LEADER_FOR_PARTITION")
+                self.retries[key] = self.retries.get(key, 0) + retries
+        if self._batch == 40:
+            self.skipped[("measure", 2)] = 1500
         day = dt.datetime.fromtimestamp(t, dt.UTC).date()
         valid = rows - sum(invalid.values())
         self.metrics.batch_written(self._batch_written(self._batch, valid, 0, {day: valid}))
