@@ -48,6 +48,7 @@ def plan() -> Plan:
             "day_measures": "max by (measure_date) (vigia_ingest_day_measures)",
             "completeness": '{__name__=~"vigia_ingest_.*completeness.*"}',
             **CATCH_UP_QUERIES,
+            **SPARK_QUERIES,
         },
         ranged={
             "input_rate": f"{_BY_QUERY} (vigia_ingest_input_rows_per_second)",
@@ -74,8 +75,35 @@ def plan() -> Plan:
             "progress_age": "time() - max(vigia_ingest_last_progress_timestamp_seconds)",
             "margin_history": CATCH_UP_QUERIES["margin"].replace("topic, limit", "topic"),
             "catchup_history": CATCH_UP_QUERIES["catchup_seconds"],
+            "executors_history": SPARK_QUERIES["executors"],
         },
     )
+
+
+# The job's Spark application (ingest/spark_health.py, the job's Kafka calls): column -> query.
+SPARK_QUERIES = {
+    "executors": f"{_BY_QUERY} (vigia_ingest_executors)",
+    "cores": f"{_BY_QUERY} (vigia_ingest_executor_cores)",
+    "failed_tasks": f"{_BY_QUERY} (vigia_ingest_failed_tasks_total)",
+    "executors_lost": f"{_BY_QUERY} (vigia_ingest_executors_lost_total)",
+    "kafka_retries": f"{_BY_QUERY} (vigia_ingest_kafka_retries_total)",
+}
+
+
+def spark_rows(answers: Mapping[str, Vector | Unreachable]) -> list[list[str]]:
+    """Per query: executors alive, their cores, failed task attempts, executors lost and Kafka
+    calls retried since the job started; "–" where the job serves nothing (an older job, a driver
+    whose UI did not answer)."""
+    values = {
+        key: by_label(answer, "query")
+        for key in SPARK_QUERIES
+        if isinstance(answer := answers.get(key), list)
+    }
+    queries = sorted(set(values.get("executors", {})) | set(values.get("failed_tasks", {})))
+    return [
+        [query, *(fmt_int(values.get(key, {}).get(query)) for key in SPARK_QUERIES)]
+        for query in queries
+    ]
 
 
 # The exporter's catch-up and retention verdicts for the job's group (docs/lag.md#retention):
@@ -303,6 +331,10 @@ def build(ctx: PageContext) -> list[Any]:
         dash="dot",
         metric="kafka_consumergroup_catchup_seconds",
     )
+    spark = spark_rows({key: ctx.instant(key) for key in SPARK_QUERIES})
+    executors = matrix_traces(
+        ctx.ranged("executors_history"), named("executors"), metric="vigia_ingest_executors"
+    )
     day_measures = ctx.instant("day_measures")
     days = daily_completeness(day_measures, ctx.instant("completeness"))
     why_days = (
@@ -394,6 +426,36 @@ def build(ctx: PageContext) -> list[Any]:
                         "IngestRetentionAtRisk."
                     ),
                     wide=True,
+                ),
+                card(
+                    "Spark cluster",
+                    simple_table(
+                        [
+                            "Query",
+                            "Executors",
+                            "Cores",
+                            "Failed tasks",
+                            "Executors lost",
+                            "Kafka retries",
+                        ],
+                        spark,
+                        id="spark-table",
+                        row_classes=[
+                            "row-bad" if r[1] == "0" or r[4] not in ("0", "–") else ""
+                            for r in spark
+                        ],
+                        empty="No Spark cluster metrics from the job yet.",
+                    ),
+                    graph(
+                        line_figure(
+                            "Spark executors alive", executors, y_title="executors", step=True
+                        ),
+                        "fig-ingest-executors",
+                    ),
+                    note(
+                        "Counts since the job started. Spark reruns a failed or lost executor's "
+                        "tasks elsewhere; runbooks IngestExecutorsLost and IngestTasksFailing."
+                    ),
                 ),
                 card(
                     "Backlog (seconds)",

@@ -639,6 +639,43 @@ def test_catch_up_rows_give_the_verdict_lost_before_at_risk_before_ok() -> None:
     assert ingest.catch_up_rows({"backlog": Unreachable("prometheus", "down")}) == []
 
 
+def test_spark_rows_per_query_with_dashes_for_what_the_job_does_not_serve() -> None:
+    def by_query(**values: float) -> list[Sample]:
+        return [Sample({"query": query}, v) for query, v in values.items()]
+
+    rows = ingest.spark_rows(
+        {
+            "executors": by_query(measure=2, backfill=0),
+            "cores": by_query(measure=2, backfill=0),
+            "failed_tasks": by_query(measure=3, backfill=0),
+            "executors_lost": by_query(measure=1, backfill=0),
+            # an older job serves no retries; Prometheus unreachable is not a zero
+            "kafka_retries": Unreachable("prometheus", "down"),
+        }
+    )
+    assert rows == [
+        ["backfill", "0", "0", "0", "0", "–"],
+        ["measure", "2", "2", "3", "1", "–"],
+    ]
+    assert ingest.spark_rows({key: [] for key in ingest.SPARK_QUERIES}) == []
+
+
+def test_ingest_page_flags_a_query_without_executors_or_with_executors_lost() -> None:
+    ctx = recorded_context("/ingest")
+    spark = {
+        "executors": [Sample({"query": "measure"}, 0.0)],
+        "failed_tasks": [Sample({"query": "measure"}, 0.0)],
+    }
+    page = ingest.build(
+        PageContext(
+            replace(ctx.fetched, instant={**ctx.fetched.instant, **spark}),
+            ctx.window,
+            ctx.now,
+        )
+    )
+    assert table_rows(page, "spark-table") == [["measure", "0", "–", "0", "–", "–"]]
+
+
 def test_ingest_page_shows_the_catch_up_of_the_recorded_stopped_job() -> None:
     page = ingest.build(recorded_context("/ingest"))
     # vigia-ingest stopped consuming in the recordings while 2,000 msg/s arrived: growing, with
