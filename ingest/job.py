@@ -190,6 +190,24 @@ def observed_stream(raw: DataFrame) -> DataFrame:
     return transform.slim(observed)
 
 
+def observed_counts(observation: Observation) -> dict[str, int]:
+    """The counts ``observation`` collected (waiting for them, like `Observation.get`); none when
+    Spark dropped the observed plan as empty: a missing count is 0.
+
+    With AQE, once a shuffle stage turns out to hold no row, AQEPropagateEmptyRelation replaces
+    the plan above it, stage included, with an empty relation: in a batch without a valid row,
+    the dedupe's aggregate and its shuffle stage, which holds the observation of the valid rows.
+    That observation's node is then absent from the executed plan, and Spark completes it with a
+    row without a schema (SPARK-54620), which PySpark's `Observation.get` fails an assertion on
+    (`PythonSQLUtils.toPyRow`). Spark drops only a plan it proved empty, and a batch's plans have
+    no join (which would drop its other side too), so no counts means no row."""
+    # PySpark has no public way to tell that row apart: ask the JVM's Observation for it.
+    jrow = observation._jo.getRow() if observation._jo is not None else None
+    if jrow is not None and jrow.schema() is None:
+        return {}
+    return {name: int(value) for name, value in observation.get.items()}
+
+
 class BatchWriter:
     """The foreachBatch function: split, dedupe, publish exactly once, report."""
 
@@ -225,15 +243,15 @@ class BatchWriter:
                     Output(self._config.quarantine, invalid),
                 ],
             )
-            counts = after.get
-            valid_rows = int(counts["rows"])
+            counts = observed_counts(after)
+            valid_rows = counts.get("rows", 0)
             self._metrics.batch_written(
                 BatchWritten(
                     batch_id=batch_id,
                     valid_rows=valid_rows,
-                    duplicate_rows=int(before.get["rows"]) - valid_rows,
+                    duplicate_rows=observed_counts(before).get("rows", 0) - valid_rows,
                     rows_by_date={
-                        d: int(counts[d.isoformat()]) for d in days if counts[d.isoformat()]
+                        d: counts[d.isoformat()] for d in days if counts.get(d.isoformat())
                     },
                 )
             )

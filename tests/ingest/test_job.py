@@ -22,9 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
+from confluent_kafka import Producer
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
+import ingest.job
 from ingest.cli import build_parser
 from ingest.completeness import main_completeness
 from ingest.config import IngestConfig
@@ -403,3 +406,60 @@ def test_the_job_rides_through_a_rolling_restart(spark: SparkSession, tmp_path: 
         assert job.query is not None and job.query.lastProgress is not None
         assert job.query.lastProgress.batchId >= 4  # the restarts happened between batches
         assert sum(retries.values()) > 0, "the restarts caused no retry: the test proves nothing"
+
+
+def test_a_batch_without_a_valid_message_is_quarantined_and_the_run_goes_on(
+    spark: SparkSession,
+    mock_cluster: MockCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first batch holds only rejected messages (two for each reason), the second only valid
+    ones. A batch without a valid row once failed the query: with it, AQE dropped the observation
+    of the valid rows (`ingest.job.observed_counts`)."""
+    day = utc_day(1).isoformat()
+
+    def measure(period: int, **fields: Any) -> bytes:
+        record = {"meter": "UY000001", "measure_date": day, "period": period}
+        record |= {"magnitude": "AEI", "value": 1.5, "ts": f"{day}T12:00:00Z"} | fields
+        return json.dumps(record).encode()
+
+    rejected = {
+        "malformed_json": b"not json",
+        "missing_field": b'{"n":1}',
+        "period_out_of_range": measure(0),
+        "invalid_value": measure(1, value=-1),
+        "unknown_magnitude": measure(1, magnitude="XYZ"),
+        "invalid_date": measure(1, measure_date="2026-02-30"),
+        "invalid_ts": measure(1, ts=f"{day}T12:00:00"),
+    }
+    assert set(rejected) == {r.value for r in REASONS}
+    bad = [*rejected.values()] * 2
+    # 13 measures, the first one corrected: one duplicate.
+    good = [measure(p) for p in range(1, 14)] + [measure(1, ts=f"{day}T13:00:00Z", value=2)]
+    create_topic(mock_cluster.bootstrap_servers)
+    producer = Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "log_level": 3})
+    for value in [*bad, *good]:
+        producer.produce(TOPIC, value, b"UY000001", partition=0)  # one partition: batches in order
+    assert producer.flush(30) == 0
+    config = job_config(mock_cluster, tmp_path, max_offsets_per_trigger=len(bad))
+    made: list[IngestMetrics] = []
+    make = ingest.job.job_metrics
+    monkeypatch.setattr(ingest.job, "job_metrics", lambda *a: made.append(make(*a)) or made[-1])
+
+    assert run_job(config, spark) == 0
+
+    measures = stored(config)
+    assert measures.num_rows == distinct_keys(measures) == 13
+    assert pc.max(measures.column("value")).as_py() == 2  # the correction won
+    reasons = Counter(quarantined(config).column("reason").to_pylist())
+    assert reasons == dict.fromkeys(rejected, 2)
+    registry = CollectorRegistry()
+    registry.register(made[0])
+    values = samples(generate_latest(registry).decode())
+    q = (("query", config.query_name),)
+    assert values[("vigia_ingest_batches_total", q)] == 2
+    assert values[("vigia_ingest_valid_rows_total", q)] == 13
+    assert values[("vigia_ingest_duplicate_rows_total", q)] == 1
+    for reason in rejected:
+        assert values[("vigia_ingest_invalid_rows_total", (*q, ("reason", reason)))] == 2
