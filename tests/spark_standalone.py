@@ -2,11 +2,13 @@
 environment of launcher/spark_cluster.py (what vigia-stack --spark-workers runs), each daemon in a
 session of its own with an empty SPARK_CONF_DIR, its log in its directory. Ready once the master's
 JSON (`/json/` of its web UI) lists every worker ALIVE; stopped by PID, a daemon's whole process
-group (a worker's executors and their Python workers with it)."""
+group (a worker's executors and their Python workers with it). A worker's executors are found by
+PID too (`executors`), for tests that kill one."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -15,13 +17,14 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from launcher import spark_cluster as spark
 from tests.conftest import free_port
 
 LOOPBACK = "127.0.0.1"
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
 @dataclass
@@ -29,6 +32,7 @@ class StandaloneCluster:
     url: str
     master_ui: str
     logs: list[Path]
+    workers: dict[str, int] = field(default_factory=dict)  # a worker's name: its JVM's PID
 
     def tails(self, lines: int = 15) -> str:
         return "\n".join(
@@ -88,6 +92,8 @@ def standalone_cluster(
                         start_new_session=True,
                     )
                 )
+            if daemon.name != "spark-master":  # bin/spark-class execs the JVM: same PID
+                cluster.workers[daemon.name] = processes[-1].pid
         deadline = time.monotonic() + timeout
         while _alive_workers(cluster.master_ui) < workers:
             exited = [p.args[1] for p in processes if p.poll() is not None]
@@ -100,3 +106,41 @@ def standalone_cluster(
     finally:
         for process in reversed(processes):  # workers (and their executors) first
             _stop(process)
+
+
+@dataclass(frozen=True)
+class Executor:
+    """An executor JVM a worker started for an application."""
+
+    pid: int
+    worker: str
+    app_id: str
+    executor_id: str
+
+
+def executor_of(argv: list[str]) -> tuple[str, str] | None:
+    """(application id, executor id) from an executor JVM's command line; None for any other."""
+    if EXECUTOR_CLASS not in argv:
+        return None
+    options = dict(itertools.pairwise(argv))
+    return options["--app-id"], options["--executor-id"]
+
+
+def executors(cluster: StandaloneCluster) -> list[Executor]:
+    """The executors running now: the workers' child processes running the executor backend
+    (the worker runs its java command directly), from /proc."""
+    workers = {pid: name for name, pid in cluster.workers.items()}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The parent's PID is the 2nd field after the command name, which may hold spaces.
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        ids = executor_of(argv) if parent in workers else None
+        if ids is not None:
+            found.append(Executor(int(entry.name), workers[parent], *ids))
+    return sorted(found, key=lambda e: (e.app_id, int(e.executor_id)))

@@ -26,7 +26,9 @@ pytestmark = pytest.mark.spark
 STARTUP_TIMEOUT_S = 180.0
 
 
-def ingest_command(cluster: MockCluster, base: Path, *extra: str) -> list[str]:
+def ingest_command(
+    cluster: MockCluster, base: Path, *extra: str, master: str = "local[2]", batch: int = 4000
+) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -41,13 +43,13 @@ def ingest_command(cluster: MockCluster, base: Path, *extra: str) -> list[str]:
         "--checkpoint",
         str(base / "checkpoint"),
         "--max-offsets-per-trigger",
-        "4000",
+        str(batch),
         "--trigger-interval",
         "0.2s",
         "--metrics-port",
         "0",
         "--spark-master",
-        "local[2]",
+        master,
         *extra,
     ]
 
@@ -60,8 +62,13 @@ def log_entries(checkpoint: Path, log: str) -> set[int]:
     return {int(p.name) for p in folder.iterdir() if p.name.isdigit()}
 
 
-def wait_for(condition: Callable[[], object], process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+def wait_for(
+    condition: Callable[[], object],
+    process: subprocess.Popen[bytes],
+    what: str,
+    timeout: float = STARTUP_TIMEOUT_S,
+) -> None:
+    deadline = time.monotonic() + timeout
     while not condition():
         assert process.poll() is None, f"vigia-ingest exited early while waiting for {what}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
