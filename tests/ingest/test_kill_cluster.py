@@ -9,6 +9,10 @@ the other executor, or on the replacement the master starts). While a later batc
 process group is killed with SIGKILL; the driver started again resumes from its checkpoint and
 drains the backlog. Then every valid measure is stored once, every malformed message quarantined
 once with its reason, and the group's committed offsets are the topic's end offsets.
+
+It replaced the local-mode test that killed the driver twice (local[2]: 172 s in CI): the
+guarantee it proved, a driver killed mid-batch resuming from its checkpoint with nothing lost or
+doubled, is proved here on a cluster, where executors die too.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from ingest.schema import MEASURE_KEY_COLUMNS
 from ingest.simulator.manifest import Manifest
 from tests.conftest import MockCluster, free_port
 from tests.ingest.conftest import TOPIC, backfill, create_topic, utc_day
-from tests.ingest.test_kill import ingest_command, log_entries, wait_for
+from tests.ingest.ingest_process import ingest_command, log_entries, wait_for
 from tests.spark_standalone import LOOPBACK, StandaloneCluster, executors, standalone_cluster
 
 pytestmark = pytest.mark.spark
