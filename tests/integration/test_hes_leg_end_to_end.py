@@ -24,7 +24,6 @@ one stall is the drill's FAILED task, cause `failed`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 import time
@@ -39,19 +38,17 @@ import pytest
 pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
 
 from confluent_kafka.admin import AdminClient
-from pyspark.sql import SparkSession
 
 from common import kafka_config
 from common.hes import UPSERT, connect, naive_utc, parse_dsn
 from exporter.connect.stall import CAUSES
 from exporter.model.pipeline_flow import IDLE, MOVING, STALLED
 from exporter.model.pipeline_hops import HOPS
-from ingest.config import IngestConfig
-from ingest.kafka_source.offsets import to_json
 from ingest.schema import MAGNITUDES
 from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.ingest.conftest import spark  # noqa: F401
+from tests.integration.hes_drill import every_row_once_in_parquet
 from tests.integration.hes_leg import (
     CONNECT,
     CONNECTOR,
@@ -63,10 +60,8 @@ from tests.integration.hes_leg import (
     Key,
     env,  # noqa: F401
     exporter_args,
-    ingest,
     insert,
     keys_of,
-    stored_keys,
     topic_ends,
 )
 from tests.realstack.moments import Moments
@@ -185,25 +180,7 @@ def test_hes_rows_reach_parquet_and_every_hop_agrees(
         writer.commit()
 
         # The job reads from the offsets taken before the insert; each run reads what arrived.
-        session: SparkSession = request.getfixturevalue("spark")
-        config = IngestConfig(
-            bootstrap_servers=env[KAFKA],
-            kafka_options=options,
-            topic=TOPIC,
-            group_id=group,
-            output=str(tmp_path / "measure"),
-            quarantine=str(tmp_path / "quarantine"),
-            checkpoint=str(tmp_path / "checkpoint"),
-            available_now=True,
-            starting_offsets=json.dumps(to_json(start)),
-            metrics_port=0,
-        )
-        deadline = time.monotonic() + DEADLINE
-        stored = stored_keys(Path(config.output), prefix)
-        while set(stored) != set(inserted) and time.monotonic() < deadline:
-            ingest(session, config)
-            stored = stored_keys(Path(config.output), prefix)
-        assert stored == inserted  # every key stored, exactly once
+        every_row_once_in_parquet(env, group, prefix, start, list(inserted), tmp_path, request)
 
         # The HES hop: the watch's count grew by the rows, never past the DB's own count.
         def day_rows() -> float | None:
