@@ -26,6 +26,7 @@ from exporter.model.state import History
 from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
 from exporter.web.app import create_app
+from exporter.web.server import QuietServer
 
 log = logging.getLogger("exporter")
 
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for t in config.connect_urls
     ]
     source = _source_watcher(config)
-    server = uvicorn.Server(
+    server = QuietServer(
         uvicorn.Config(
             create_app(service, connect=connect, source=source, granularity=config.granularity),
             log_config=None,

@@ -14,10 +14,6 @@ from exporter.model.state import ExporterState
 _TP = ["topic", "partition"]
 
 
-def _tp_gauge(name: str, documentation: str) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, documentation, labels=_TP)
-
-
 def _topic_gauge(name: str, documentation: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, labels=["topic"])
 
@@ -88,50 +84,67 @@ class TopicCollector(StateCollector):
         yield from (partitions, rf, urp, under_min_isr, offline, not_preferred)
 
     def _offset_families(self, state: ExporterState) -> Iterator[Metric]:
-        current = _tp_gauge(
+        # Written straight from {(topic, partition): value}: a Sample per partition was a third of
+        # rendering's CPU at 2,000 partitions and 50 groups.
+        current: dict[tuple[str, int], int] = {}
+        oldest: dict[tuple[str, int], int] = {}
+        for topic in state.snapshot.topics:
+            name = topic.name
+            for p in topic.partitions:
+                if p.latest_offset is not None:
+                    current[(name, p.partition)] = p.latest_offset
+                if p.earliest_offset is not None:
+                    oldest[(name, p.partition)] = p.earliest_offset
+        yield gauge(
             "kafka_topic_partition_current_offset",
             "Latest offset (high watermark) of the partition.",
+            _TP,
+            current,
         )
-        oldest = _tp_gauge(
-            "kafka_topic_partition_oldest_offset", "Earliest offset of the partition."
+        yield gauge(
+            "kafka_topic_partition_oldest_offset", "Earliest offset of the partition.", _TP, oldest
         )
-        for topic in state.snapshot.topics:
-            for p in topic.partitions:
-                labels = [topic.name, str(p.partition)]
-                if p.latest_offset is not None:
-                    current.add_metric(labels, p.latest_offset)
-                if p.earliest_offset is not None:
-                    oldest.add_metric(labels, p.earliest_offset)
-        yield from (current, oldest)
 
     def _state_families(self, state: ExporterState) -> Iterator[Metric]:
-        leader = _tp_gauge("kafka_topic_partition_leader", "Leader broker id (-1 when none).")
-        replicas = _tp_gauge("kafka_topic_partition_replicas", "Number of replicas.")
-        isr = _tp_gauge("kafka_topic_partition_in_sync_replica", "Number of in-sync replicas.")
-        preferred = _tp_gauge(
+        columns: tuple[dict[tuple[str, int], int], ...] = tuple({} for _ in range(7))
+        leader, replicas, isr, preferred, urp, under_min_isr, offline = columns
+        for topic in state.snapshot.topics:
+            with_min_isr = state.min_isr[topic.name] is not None
+            for p in topic.partitions:
+                key = (topic.name, p.partition)
+                status = state.partition_status[key]
+                leader[key] = p.leader
+                replicas[key] = len(p.replicas)
+                isr[key] = len(p.isr)
+                preferred[key] = int(status.leader_is_preferred)
+                urp[key] = int(status.under_replicated)
+                if with_min_isr:
+                    under_min_isr[key] = int(status.under_min_isr)
+                offline[key] = int(status.offline)
+        yield gauge("kafka_topic_partition_leader", "Leader broker id (-1 when none).", _TP, leader)
+        yield gauge("kafka_topic_partition_replicas", "Number of replicas.", _TP, replicas)
+        yield gauge(
+            "kafka_topic_partition_in_sync_replica", "Number of in-sync replicas.", _TP, isr
+        )
+        yield gauge(
             "kafka_topic_partition_leader_is_preferred",
             "1 if the leader is the preferred (first) replica.",
+            _TP,
+            preferred,
         )
-        urp = _tp_gauge(
+        yield gauge(
             "kafka_topic_partition_under_replicated_partition",
             "1 if the ISR is smaller than the replicas.",
+            _TP,
+            urp,
         )
-        under_min_isr = _tp_gauge(
+        yield gauge(
             "kafka_topic_partition_under_min_isr",
             "1 if the ISR is smaller than the topic's min.insync.replicas "
             "(the broker default when the topic does not set it).",
+            _TP,
+            under_min_isr,
         )
-        offline = _tp_gauge("kafka_topic_partition_offline", "1 if the partition has no leader.")
-        for topic in state.snapshot.topics:
-            for p in topic.partitions:
-                labels = [topic.name, str(p.partition)]
-                status = state.partition_status[(topic.name, p.partition)]
-                leader.add_metric(labels, p.leader)
-                replicas.add_metric(labels, len(p.replicas))
-                isr.add_metric(labels, len(p.isr))
-                preferred.add_metric(labels, int(status.leader_is_preferred))
-                urp.add_metric(labels, int(status.under_replicated))
-                if state.min_isr[topic.name] is not None:
-                    under_min_isr.add_metric(labels, int(status.under_min_isr))
-                offline.add_metric(labels, int(status.offline))
-        yield from (leader, replicas, isr, preferred, urp, under_min_isr, offline)
+        yield gauge(
+            "kafka_topic_partition_offline", "1 if the partition has no leader.", _TP, offline
+        )

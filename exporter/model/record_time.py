@@ -87,9 +87,13 @@ class Lagging:
 def lagging_partitions(snapshot: ClusterSnapshot) -> dict[GTP, Lagging]:
     """Group-partitions whose committed offset is below the latest offset, and those a live member
     owns without a commit and with records, from their earliest offset (module docstring)."""
+    # Only the topics the groups read: most of a cluster's partitions may have no group.
+    read = {c.topic for g in snapshot.groups for c in g.committed or ()}
+    read.update(r.topic for g in snapshot.groups for m in g.members or () for r in m.assignment)
     ends = {
         (t.name, p.partition): (p.earliest_offset, p.latest_offset)
         for t in snapshot.topics
+        if t.name in read
         for p in t.partitions
         if p.latest_offset is not None
     }

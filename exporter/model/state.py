@@ -14,6 +14,7 @@ was not seen are left out of that state as usual.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -75,6 +76,11 @@ class PartitionStatus:
     under_min_isr: bool
     offline: bool
     leader_is_preferred: bool
+
+
+# The 16 possible statuses, shared by every partition: building one per partition and collection
+# was the largest step of `derive` at 2,000 partitions and 50 groups.
+_STATUSES = {flags: PartitionStatus(*flags) for flags in itertools.product((False, True), repeat=4)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,12 +394,12 @@ def _partition_status(
     for t in topics:
         required = min_isr[t.name]
         for p in t.partitions:
-            status[(t.name, p.partition)] = PartitionStatus(
-                under_replicated=len(p.isr) < len(p.replicas),
-                under_min_isr=required is not None and len(p.isr) < required,
-                offline=p.leader < 0,
-                leader_is_preferred=bool(p.replicas) and p.leader == p.replicas[0],
-            )
+            status[(t.name, p.partition)] = _STATUSES[
+                len(p.isr) < len(p.replicas),
+                required is not None and len(p.isr) < required,
+                p.leader < 0,
+                bool(p.replicas) and p.leader == p.replicas[0],
+            ]
     return status
 
 
