@@ -37,6 +37,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,11 +45,13 @@ from pathlib import Path
 
 import psutil
 import pyarrow.dataset as ds
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from benchmarks.catch_up import Run, after_first_batch, ingest_command, run_ingest, run_simulator
 from benchmarks.exporter_cost_curve import cpu_seconds
 from benchmarks.spark_profile import thread_cpu, thread_report
 from common.logs import setup_logging
+from ingest.kafka_source.adapter import consumer_config
 from ingest.schema import MAGNITUDES, PERIODS_PER_DAY
 from tests.rdkafka_mock import ControlledCluster
 from tests.realstack.kafka_cluster import KafkaCluster
@@ -65,7 +68,8 @@ DRIVER, DRIVER_JVM, DRIVER_WORKERS = "driver Python", "driver JVM", "driver's Py
 EXECUTORS, EXECUTOR_WORKERS = "executor JVMs", "executors' Python workers"
 DAEMONS = "master + worker daemons"
 KINDS = (DRIVER, DRIVER_JVM, DRIVER_WORKERS, EXECUTORS, EXECUTOR_WORKERS, DAEMONS)
-THREAD_EVERY = 5  # ticks of 0.2 s between readings of the JVMs' threads (hundreds of files)
+IDLE_S = 15.0  # the brokers watched doing nothing, for their baseline
+THREAD_EVERY = 10  # ticks of 0.2 s between readings of the JVMs' threads (hundreds of files)
 
 
 @dataclass
@@ -140,6 +144,19 @@ class Watch:
         return sum(self.threads.values(), Counter())
 
 
+def stage_kind(rdds: set[str], records_read: int, shuffle_records_written: int) -> str:
+    """What a stage of the job's batch does (every stage is named after the query's `start`),
+    by the plan of docs/ingest-performance.md: only the source's stage counts records read (a
+    cached batch's lineage lists the source's RDD too)."""
+    if "ShuffledRowRDD" in rdds:
+        return "shuffle → dedupe → Parquet"
+    if shuffle_records_written:
+        return "cache → dedupe's shuffle"
+    if records_read:
+        return "source → parse, classify → cache"
+    return "cache → quarantine; other"
+
+
 @dataclass(frozen=True)
 class StageTotal:
     stages: int
@@ -152,21 +169,22 @@ class StageTotal:
 
 
 def stage_totals(events: Path) -> dict[str, StageTotal]:
-    """Per stage name, over the whole run: Spark's own account from the driver's event log (the
+    """Per kind of stage, over the whole run: Spark's own account from the driver's event log (the
     same numbers as spark_profile.py's REST API, which dies with a driver that exits)."""
-    names: dict[int, str] = {}
+    names: dict[int, set[str]] = {}
     walls: dict[int, float] = {}
     tasks: Counter[int] = Counter()
     run: Counter[int] = Counter()
     cpu: Counter[int] = Counter()
     gc: Counter[int] = Counter()
     records: Counter[int] = Counter()
+    shuffled: Counter[int] = Counter()
     for path in events.iterdir() if events.is_dir() else []:
         for line in path.read_text().splitlines():
             event = json.loads(line)
             if event["Event"] == "SparkListenerStageCompleted":
                 info = event["Stage Info"]
-                names[info["Stage ID"]] = info["Stage Name"].split(" at ")[0]
+                names[info["Stage ID"]] = {rdd["Name"] for rdd in info["RDD Info"]}
                 walls[info["Stage ID"]] = (info["Completion Time"] - info["Submission Time"]) / 1e3
             elif event["Event"] == "SparkListenerTaskEnd" and "Task Metrics" in event:
                 stage, metrics = event["Stage ID"], event["Task Metrics"]
@@ -175,8 +193,10 @@ def stage_totals(events: Path) -> dict[str, StageTotal]:
                 cpu[stage] += metrics["Executor CPU Time"] / 1e9
                 gc[stage] += metrics["JVM GC Time"] / 1e3
                 records[stage] += metrics.get("Input Metrics", {}).get("Records Read", 0)
+                shuffled[stage] += metrics["Shuffle Write Metrics"]["Shuffle Records Written"]
     by_name: dict[str, StageTotal] = {}
-    for stage, name in sorted(names.items()):
+    for stage, rdds in sorted(names.items()):
+        name = stage_kind(rdds, records[stage], shuffled[stage])
         seen = by_name.get(name, StageTotal(0, 0, 0.0, 0.0, 0.0, 0.0, 0))
         by_name[name] = StageTotal(
             seen.stages + 1,
@@ -205,6 +225,46 @@ class Result:
     @property
     def seconds(self) -> float:
         return self.run.exited - self.run.started
+
+
+@dataclass(frozen=True)
+class Drain:
+    """The fetch path alone: one consumer with the job's read settings reads the whole topic."""
+
+    messages: int
+    seconds: float
+    client_cpu: float  # this process: on the mock, the mock's brokers are in it
+    brokers_cpu: float
+
+    def line(self) -> str:
+        per_million = 1e6 / self.messages
+        return (
+            f"{self.messages:,} messages in {self.seconds:.1f} s "
+            f"({self.messages / self.seconds:,.0f}/s); per million: this process "
+            f"{self.client_cpu * per_million:.2f} CPU-s, "
+            f"brokers {self.brokers_cpu * per_million:.2f} CPU-s"
+        )
+
+
+def drain(bootstrap: str, partitions: int, brokers: Mapping[str, int]) -> Drain:
+    consumer = Consumer(consumer_config(bootstrap, {}, "vigia-benchmark-drain"))
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
+    brokers_before = {name: cpu_seconds(pid) for name, pid in brokers.items()}
+    own_before = sum(psutil.Process().cpu_times()[:2])
+    started = time.perf_counter()
+    messages, ended = 0, 0
+    while ended < partitions:
+        for message in consumer.consume(num_messages=20_000, timeout=1.0):
+            error = message.error()
+            if error is None:
+                messages += 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                ended += 1
+    seconds = time.perf_counter() - started
+    own = sum(psutil.Process().cpu_times()[:2]) - own_before
+    consumer.close()
+    spent = sum(cpu_seconds(pid) - brokers_before[name] for name, pid in brokers.items())
+    return Drain(messages, seconds, own, spent)
 
 
 def busy_seconds() -> float:
@@ -261,12 +321,12 @@ def ingest(
 
 def details(result: Result) -> str:
     lines = [
-        f"{'stage':<28} {'stages':>6} {'tasks':>6} {'wall':>7} {'run':>7} {'CPU':>7} {'GC':>6} "
+        f"{'stage':<32} {'stages':>6} {'tasks':>6} {'wall':>7} {'run':>7} {'CPU':>7} {'GC':>6} "
         f"{'rows in':>10}"
     ]
     for name, s in sorted(result.stages.items(), key=lambda item: -item[1].run_s):
         lines.append(
-            f"{name[:28]:<28} {s.stages:>6} {s.tasks:>6} {s.wall_s:>6.1f}s {s.run_s:>6.1f}s "
+            f"{name[:32]:<32} {s.stages:>6} {s.tasks:>6} {s.wall_s:>6.1f}s {s.run_s:>6.1f}s "
             f"{s.cpu_s:>6.1f}s {s.gc_s:>5.1f}s {s.records_in:>10,}"
         )
     lines.append("JVM threads of the job (driver and executors), CPU-s:")
@@ -363,6 +423,12 @@ def real_runs(args: argparse.Namespace, work: Path, meters: int, day: dt.date) -
         produce_s = run_simulator(cluster.bootstrap, meters, day)
         log.info("produced in %.1f s (%s/s)", produce_s, f"{args.measures / produce_s:,.0f}")
         brokers = {name: process.pid for name, process in cluster.logs() if process.pid}
+        before = {name: cpu_seconds(pid) for name, pid in brokers.items()}
+        time.sleep(IDLE_S)
+        idle = sum(cpu_seconds(pid) - before[name] for name, pid in brokers.items()) / IDLE_S
+        log.info("brokers idle (after the backfill): %.2f CPU-s per s, the 3 together", idle)
+        drained = drain(cluster.bootstrap, args.partitions, brokers)
+        log.info("real brokers, drained: %s", drained.line())
         results.append(
             ingest("real, local[2]", cluster.bootstrap, "local[2]", work / "local", args, brokers)
         )
@@ -383,6 +449,8 @@ def mock_run(args: argparse.Namespace, work: Path, meters: int, day: dt.date) ->
     try:
         cluster.create_topic(TOPIC, args.partitions)
         run_simulator(cluster.bootstrap_servers, meters, day)
+        drained = drain(cluster.bootstrap_servers, args.partitions, {})
+        log.info("mock brokers, drained: %s", drained.line())
         return ingest("mock, local[2]", cluster.bootstrap_servers, "local[2]", work, args, {})
     finally:
         cluster.close()
