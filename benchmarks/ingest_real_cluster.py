@@ -48,7 +48,8 @@ import pyarrow.dataset as ds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from benchmarks.catch_up import Run, after_first_batch, ingest_command, run_ingest, run_simulator
-from benchmarks.exporter_cost_curve import cpu_seconds
+from benchmarks.exporter_cost_curve import chunks, cpu_seconds
+from benchmarks.exporter_restarts import PARTITIONS, seed
 from benchmarks.spark_profile import thread_cpu, thread_report
 from common.logs import setup_logging
 from ingest.kafka_source.adapter import consumer_config
@@ -419,6 +420,13 @@ def real_runs(args: argparse.Namespace, work: Path, meters: int, day: dt.date) -
     try:
         cluster.start_all()
         create_topic(cluster.bootstrap, TOPIC, args.partitions, config={"min.insync.replicas": "2"})
+        if args.idle_partitions:
+            # As the cluster, which held 2,100 partitions: a broker's idle work grows
+            # with the partitions it leads and follows.
+            idle_topics = [f"idle-{n:03d}" for n in range(args.idle_partitions // PARTITIONS)]
+            log.info("creating %d idle topics of %d partitions", len(idle_topics), PARTITIONS)
+            for batch in chunks(idle_topics, 25):
+                seed(cluster.bootstrap, list(batch), 0)
         log.info("producing %s measures into the real cluster", f"{args.measures:,}")
         produce_s = run_simulator(cluster.bootstrap, meters, day)
         log.info("produced in %.1f s (%s/s)", produce_s, f"{args.measures / produce_s:,.0f}")
@@ -463,6 +471,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=48, help="of measure (48)")
     parser.add_argument("--rows-per-batch", type=int, default=1_000_000, help="(1000000)")
     parser.add_argument("--workers", type=int, default=2, help="one-core workers (2)")
+    parser.add_argument(
+        "--idle-partitions", type=int, default=0, help=f"in idle topics of {PARTITIONS} (0)"
+    )
     parser.add_argument("--mock", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--work-dir", type=Path, help="kept (default: a temporary directory)")
     args = parser.parse_args()
