@@ -5,24 +5,28 @@
    topic ``measure`` with --partitions partitions (48, as catch_up.py: a day of 20,000 meters
    needs at least 39 on the mock), RF 3, min.insync.replicas 2 as compose's;
 2. ``vigia-simulate backfill --days 1`` of ⌈--measures / 384⌉ meters into it (catch_up.py's);
+   the brokers' idle CPU watched for 15 s, then the fetch path alone: one consumer with the job's
+   read settings reads the whole topic (messages/s, its CPU and the brokers' per million);
 3. the same backlog ingested twice, each time from the start with its own output, quarantine and
    checkpoint (``vigia-ingest run --available-now``, catch_up.py's command and watch):
    (a) ``--spark-master local[2]``; (b) a standalone master with --workers one-core workers
    (tests/spark_standalone.py), started after (a) so that its daemons are not in (a)'s numbers;
 4. with --mock (default), the same size again from librdkafka's mock cluster in this process with
-   the real brokers stopped: catch_up.py's pipeline, the baseline of docs/ingest-performance.md.
+   the real brokers stopped (drained alone first too): catch_up.py's pipeline, the baseline of
+   docs/ingest-performance.md. --idle-partitions N adds idle topics to the real cluster first.
 
 For each run: start → exit, measures/s overall and beyond the first batch (checkpoint log
 mtimes), peak summed RSS and CPU-s per kind of process (the driver's Python, its JVM, its Python
 workers; the executors' JVMs and their Python workers; the master and worker daemons), the CPU-s
-of each broker process over the ingest (/proc) and of this process (which holds the mock brokers
-in run 4), Spark's per-stage task time and CPU from the driver's event log, and the JVMs'
-per-thread CPU. Every measure must be stored once (row count and distinct keys).
+of each broker process over the ingest (/proc), of this process (which holds the mock brokers
+in run 4) and of the whole machine (/proc/stat: other sessions' work shows there), Spark's
+per-stage task time and CPU from the driver's event log, and the JVMs' per-thread CPU. Every
+measure must be stored once (row count and distinct keys).
 
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.ingest_real_cluster \\
         --measures 2000000
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.ingest_real_cluster \\
-        --measures 200000 --no-mock                                   # a quick check
+        --measures 200000 --rows-per-batch 100000                     # a quick check
 
 Results: docs/ingest-performance.md.
 """
