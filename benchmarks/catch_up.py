@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,8 +124,10 @@ def run_simulator(servers: str, meters: int, day: dt.date) -> float:
     return time.perf_counter() - started
 
 
-def run_ingest(servers: str, work: Path, rows_per_batch: int, batches: int) -> Run:
-    command = [
+def ingest_command(
+    servers: str, work: Path, rows_per_batch: int, spark_master: str = "local[2]"
+) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "ingest.cli",
@@ -143,9 +146,23 @@ def run_ingest(servers: str, work: Path, rows_per_batch: int, batches: int) -> R
         "--metrics-port",
         "0",
         "--spark-master",
-        "local[2]",
+        spark_master,
     ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+Sampler = Callable[[psutil.Process, int], None]
+
+
+def run_ingest(
+    command: list[str],
+    work: Path,
+    batches: int,
+    env: Mapping[str, str] | None = None,
+    sampler: Sampler | None = None,
+) -> Run:
+    """Runs ``command`` (``ingest_command``) with ``env`` on top of the environment; every 0.2 s
+    ``sampler`` (by default the run's Peaks) is handed the job's process and the tick's number."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     run = Run(started=time.time())
     job = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -153,15 +170,18 @@ def run_ingest(servers: str, work: Path, rows_per_batch: int, batches: int) -> R
     root = psutil.Process(job.pid)
     done = threading.Event()
 
+    def peaks(process: psutil.Process, tick: int) -> None:
+        run.peaks.sample(process, with_pss=tick % 10 == 0)
+
     def sample() -> None:
         for tick in itertools.count():
             if done.is_set():
                 return
-            run.peaks.sample(root, with_pss=tick % 10 == 0)
+            (sampler or peaks)(root, tick)
             done.wait(0.2)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampling = threading.Thread(target=sample, daemon=True)
+    sampling.start()
     assert job.stderr is not None
     with tqdm(total=batches, desc="batches stored", unit="batch") as bar:
         for line in job.stderr:
@@ -178,7 +198,7 @@ def run_ingest(servers: str, work: Path, rows_per_batch: int, batches: int) -> R
     run.returncode = job.wait()
     run.exited = time.time()
     done.set()
-    sampler.join()
+    sampling.join()
     run.planned = written_at(work / "checkpoint" / "offsets")
     run.committed = written_at(work / "checkpoint" / "commits")
     return run
@@ -189,6 +209,16 @@ def written_at(log_dir: Path) -> dict[int, float]:
     if not log_dir.is_dir():
         return {}
     return {int(p.name): p.stat().st_mtime for p in log_dir.iterdir() if p.name.isdigit()}
+
+
+def after_first_batch(run: Run) -> tuple[int, float] | None:
+    """(rows, seconds) from the first batch's commit to the last's: throughput beyond start-up
+    (the JVM, Spark's Python workers, code generation and the JIT all land in the first batch)."""
+    if len(run.committed) < 2:
+        return None
+    first, last = min(run.committed), max(run.committed)
+    after = sum(rows for _, batch, rows in run.stored if batch != first)
+    return after, run.committed[last] - run.committed[first]
 
 
 def report(run: Run, measures: int, stored_rows: int, produce_s: float) -> str:
@@ -214,10 +244,8 @@ def report(run: Run, measures: int, stored_rows: int, produce_s: float) -> str:
             f"  batch {batch}: {rows_of.get(batch, 0):,} rows, planned at "
             f"+{planned - run.started:.1f} s, {took}"
         )
-    if len(run.committed) > 1:
-        first, last = min(run.committed), max(run.committed)
-        after = sum(rows for batch, rows in rows_of.items() if batch != first)
-        seconds = run.committed[last] - run.committed[first]
+    if (beyond := after_first_batch(run)) is not None:
+        after, seconds = beyond
         lines.append(
             f"after the first batch: {after:,} rows in {seconds:.1f} s "
             f"({after / seconds:,.0f} measures/s)"
@@ -251,7 +279,8 @@ def main() -> None:
         produce_s = run_simulator(cluster.bootstrap_servers, args.meters, day)
         batches = math.ceil(measures / args.rows_per_batch)
         log.info("ingesting them in %d batches of at most %s", batches, f"{args.rows_per_batch:,}")
-        run = run_ingest(cluster.bootstrap_servers, work, args.rows_per_batch, batches)
+        command = ingest_command(cluster.bootstrap_servers, work, args.rows_per_batch)
+        run = run_ingest(command, work, batches)
     finally:
         cluster.close()
     stored_rows = ds.dataset(work / "measure", format="parquet", partitioning="hive").count_rows()

@@ -65,6 +65,11 @@ def jvm_thread_cpu(spark: SparkSession) -> Counter[str]:
     "C2 CompilerThread" threads or the executor's task threads add up); the kernel keeps the first
     15 characters of a name ("CN CompilerThre": the JIT compilers)."""
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    return thread_cpu(pid)
+
+
+def thread_cpu(pid: int) -> Counter[str]:
+    """CPU seconds of process ``pid``'s threads so far, by name with digits folded."""
     ticks = os.sysconf("SC_CLK_TCK")
     cpu: Counter[str] = Counter()
     for tid in os.listdir(f"/proc/{pid}/task"):

@@ -3,7 +3,8 @@
 One JSON file per range (`RetentionLoss.file_name`) in ``<output>/_vigia_losses/``: beside the
 measures it concerns, so the check finds it from ``--output`` alone, and hidden from Parquet readers
 by its leading ``_``. The writers are Spark tasks in Python workers, without the driver's Hadoop
-file system, so the files go through pyarrow's: local paths, ``hdfs://`` and ``s3://``.
+file system, so the files go through pyarrow's: local paths, ``hdfs://`` and ``s3a://`` (as
+``s3://``, with pyarrow's own AWS credentials chain, not the ``fs.s3a.*`` settings).
 """
 
 from __future__ import annotations
@@ -27,10 +28,21 @@ def loss_dir(output: str) -> str:
     return posixpath.join(output.rstrip("/"), LOSS_DIR)
 
 
+# Hadoop's S3 connector, the one --output names for Spark, is s3a://; pyarrow knows no such
+# scheme ("Unrecognized filesystem type") and reads the same bucket and key as s3://.
+_PYARROW_SCHEMES: Final = {"s3a": "s3"}
+
+
+def pyarrow_uri(directory: str) -> str:
+    """``directory`` as pyarrow's file systems name it."""
+    scheme, separator, rest = directory.partition("://")
+    return f"{_PYARROW_SCHEMES.get(scheme, scheme)}{separator}{rest}"
+
+
 def _resolve(directory: str) -> tuple[pafs.FileSystem, str]:
     if "://" not in directory:
         return pafs.LocalFileSystem(), posixpath.abspath(directory)
-    return pafs.FileSystem.from_uri(directory)
+    return pafs.FileSystem.from_uri(pyarrow_uri(directory))
 
 
 def record_loss(directory: str, loss: RetentionLoss) -> None:

@@ -33,6 +33,7 @@ class StandaloneCluster:
     master_ui: str
     logs: list[Path]
     workers: dict[str, int] = field(default_factory=dict)  # a worker's name: its JVM's PID
+    master_pid: int = 0
 
     def tails(self, lines: int = 15) -> str:
         return "\n".join(
@@ -92,7 +93,9 @@ def standalone_cluster(
                         start_new_session=True,
                     )
                 )
-            if daemon.name != "spark-master":  # bin/spark-class execs the JVM: same PID
+            if daemon.name == "spark-master":  # bin/spark-class execs the JVM: same PID
+                cluster.master_pid = processes[-1].pid
+            else:
                 cluster.workers[daemon.name] = processes[-1].pid
         deadline = time.monotonic() + timeout
         while _alive_workers(cluster.master_ui) < workers:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ingest.completeness import CompletenessReport, with_retention_losses
-from ingest.loss_log import LOSS_DIR, loss_dir, read_losses, record_loss
+from ingest.loss_log import LOSS_DIR, loss_dir, pyarrow_uri, read_losses, record_loss
 from ingest.retention_loss import RetentionLoss, day_loss, merged
 
 DAY = dt.date(2026, 11, 20)
@@ -118,3 +118,17 @@ def test_the_report_names_the_losses_that_may_hold_the_missing_measures() -> Non
     assert data["retention_losses"][0]["appended_before"] == NOON.isoformat()
     # A complete day is not told of losses, whatever they may hold.
     assert with_retention_losses(report(0), [loss()]) == report(0)
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("s3a://bucket/vigia/measure/_vigia_losses", "s3://bucket/vigia/measure/_vigia_losses"),
+        ("s3://bucket/measure/_vigia_losses", "s3://bucket/measure/_vigia_losses"),
+        ("hdfs://nn:8020/measure/_vigia_losses", "hdfs://nn:8020/measure/_vigia_losses"),
+    ],
+)
+def test_an_s3a_output_is_the_same_bucket_for_pyarrow(output: str, expected: str) -> None:
+    """--output s3a://… is what Spark's Hadoop connector takes; the loss records beside it are
+    written through pyarrow, which rejects the scheme."""
+    assert pyarrow_uri(output) == expected
