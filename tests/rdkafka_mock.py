@@ -33,6 +33,11 @@ _LIB: Final = load(
             [_P, ctypes.c_int16, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)],
         ),
         "rd_kafka_mock_clear_request_errors": (None, [_P, ctypes.c_int16]),
+        # Variadic: (error code, round-trip ms) pairs follow, passed as c_int each.
+        "rd_kafka_mock_broker_push_request_error_rtts": (
+            ctypes.c_int,
+            [_P, ctypes.c_int32, ctypes.c_int16, ctypes.c_size_t],
+        ),
     }
 )
 
@@ -60,6 +65,14 @@ class ControlledCluster(MockCluster):
         """The next requests of kind ``api_key`` (to any broker) fail with ``codes``, in order."""
         array = (ctypes.c_int * len(codes))(*codes)
         _LIB.rd_kafka_mock_push_request_errors_array(self._cluster, api_key, len(codes), array)
+
+    def push_broker_errors(self, broker: int, api_key: int, *codes: int) -> None:
+        """The next requests of kind ``api_key`` to ``broker`` fail with ``codes``, in order."""
+        pairs = [ctypes.c_int(n) for code in codes for n in (code, 0)]
+        code = _LIB.rd_kafka_mock_broker_push_request_error_rtts(
+            self._cluster, broker, api_key, len(codes), *pairs
+        )
+        assert code == 0, f"broker {broker}: error {code}"
 
     def clear_errors(self, api_key: int) -> None:
         _LIB.rd_kafka_mock_clear_request_errors(self._cluster, api_key)

@@ -3,12 +3,14 @@ one SparkContext, and the test process may already hold a local one (the `spark`
 
     python -m tests.ingest.standalone_driver SPARK_MASTER_URL WORKDIR RESULT_JSON
 
-Hosts a one-broker librdkafka mock cluster (its control API works in the process that made it),
-reads the topic in one available-now batch on the standalone master with the job's own wiring
-(`read_stream` registering the source with the accumulator of `TaskCounts`, `job_metrics`), and
-makes the batch's read retry: right before the batch's foreachBatch reads Kafka (the planner has
-fixed the batch's offsets by then and makes no Kafka call until the next batch), the broker is
-told to fail the next two ListOffsets, i.e. the read task's watermark query on the executor.
+Hosts a two-broker librdkafka mock cluster (its control API works in the process that made it)
+with a topic of two partitions, one led by each broker, reads it in one available-now batch on the
+standalone master with the job's own wiring (`read_stream` registering the source with the
+accumulator of `TaskCounts`, `job_metrics`), and makes both of the batch's read tasks retry: right
+before the batch's foreachBatch reads Kafka (the planner has fixed the batch's offsets by then and
+makes no Kafka call until the next batch), each broker is told to fail its next two ListOffsets,
+i.e. the watermark query of the read task of the partition it leads. The job waits for both
+one-core executors before it schedules, so the two read tasks run at once, one on each.
 Writes what the job's /metrics would serve (the executor health too), each channel's own counts
 and the driver's REST account of its executors to RESULT_JSON.
 """
@@ -35,6 +37,10 @@ from ingest.spark_session import start_session
 from tests.ingest.conftest import TOPIC, backfill, utc_day
 from tests.rdkafka_mock import LIST_OFFSETS, controlled_cluster
 
+BROKERS = 2
+"""And partitions of the topic, and executors: one read task of each partition on each executor."""
+METERS = 6  # their keys fill both partitions (1,152 measures each)
+
 
 def rest(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as answer:
@@ -42,10 +48,12 @@ def rest(url: str) -> Any:
 
 
 def main(master: str, workdir: Path, result: Path) -> None:
-    with controlled_cluster(brokers=1) as kafka:
-        kafka.create_topic(TOPIC, 1, replication=1)
+    with controlled_cluster(brokers=BROKERS) as kafka:
+        kafka.create_topic(TOPIC, BROKERS, replication=1)
+        for broker in range(1, BROKERS + 1):
+            kafka.set_leader(TOPIC, broker - 1, broker)
         manifest = backfill(
-            kafka.bootstrap_servers, workdir / "manifest.json", day=utc_day(1), meters=1
+            kafka.bootstrap_servers, workdir / "manifest.json", day=utc_day(1), meters=METERS
         )
         config = IngestConfig(
             bootstrap_servers=kafka.bootstrap_servers,
@@ -61,7 +69,10 @@ def main(master: str, workdir: Path, result: Path) -> None:
             "vigia-task-counts",
             {
                 **job.session_settings(master),
-                "spark.cores.max": "1",
+                "spark.cores.max": str(BROKERS),
+                # Both executors up before the first task: then each takes one of the two reads.
+                "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                "spark.scheduler.maxRegisteredResourcesWaitingTime": "60s",
                 "spark.executor.memory": "512m",
                 "spark.sql.shuffle.partitions": "1",
                 "spark.driver.host": "127.0.0.1",
@@ -74,7 +85,10 @@ def main(master: str, workdir: Path, result: Path) -> None:
             metrics = job.job_metrics(config, spool, tasks)
 
             def read_retrying(batch: DataFrame, batch_id: int) -> None:
-                kafka.push_errors(LIST_OFFSETS, *[KafkaError.NOT_LEADER_FOR_PARTITION] * 2)
+                for broker in range(1, BROKERS + 1):
+                    kafka.push_broker_errors(
+                        broker, LIST_OFFSETS, *[KafkaError.NOT_LEADER_FOR_PARTITION] * 2
+                    )
                 counted.append(batch.count())
 
             counted: list[int] = []
