@@ -280,12 +280,9 @@ def next_collection(url: str, after: float | None, interval: float, deadline: fl
     raise TimeoutError(f"no new collection at {url} before the deadline")
 
 
-def measure_vigia(
-    bootstrap: str, jmx: Sequence[str], workdir: Path, warm: int, collections: int
-) -> VigiaRun:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    argv = [
+def exporter_argv(bootstrap: str, port: int, *extra: str) -> list[str]:
+    """`vigia-exporter` at its defaults but for `extra`, run from this checkout."""
+    return [
         sys.executable,
         "-m",
         "exporter.cli",
@@ -293,8 +290,16 @@ def measure_vigia(
         bootstrap,
         "--port",
         str(port),
+        *extra,
     ]
-    with running("vigia-exporter", argv, workdir) as process:
+
+
+def measure_vigia(
+    bootstrap: str, jmx: Sequence[str], workdir: Path, warm: int, collections: int
+) -> VigiaRun:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with running("vigia-exporter", exporter_argv(bootstrap, port), workdir) as process:
         pid = process.pid
         assert pid is not None
         deadline = time.monotonic() + 60 * (warm + collections + 2)

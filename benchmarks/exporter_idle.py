@@ -16,35 +16,21 @@ Results: docs/performance.md ("Between collections").
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.exporter_cost_curve import cpu_by_thread, cpu_seconds, running
+from benchmarks.exporter_cost_curve import cpu_by_thread, cpu_seconds, exporter_argv, running
 from common.logs import setup_logging
 from tests.conftest import free_port
 from tests.realstack.kafka_cluster import KafkaCluster
 
-log = logging.getLogger("benchmarks.exporter_idle")
 PER = 15.0  # seconds: the default collection interval
 VARIANTS: list[list[str]] = [[], ["--no-probe"]]
 
 
 def idle_cost(bootstrap: str, extra: list[str], workdir: Path, warm: float, window: float) -> None:
-    argv = [
-        sys.executable,
-        "-m",
-        "exporter.cli",
-        "--bootstrap-servers",
-        bootstrap,
-        "--port",
-        str(free_port()),
-        "--collection-interval",
-        "3600",
-        *extra,
-    ]
+    argv = exporter_argv(bootstrap, free_port(), "--collection-interval", "3600", *extra)
     with running("vigia-exporter", argv, workdir) as process:
         pid = process.pid
         assert pid is not None
