@@ -40,6 +40,7 @@ from tqdm import tqdm
 
 from common.logs import setup_logging
 from ingest.schema import MAGNITUDES, PERIODS_PER_DAY
+from tests.ingest.ingest_process import ingest_command
 from tests.rdkafka_mock import ControlledCluster
 
 log = logging.getLogger("benchmark")
@@ -122,32 +123,6 @@ def run_simulator(servers: str, meters: int, day: dt.date) -> float:
         cwd=ROOT,
     )
     return time.perf_counter() - started
-
-
-def ingest_command(
-    servers: str, work: Path, rows_per_batch: int, spark_master: str = "local[2]"
-) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "ingest.cli",
-        "run",
-        "--bootstrap-servers",
-        servers,
-        "--output",
-        str(work / "measure"),
-        "--quarantine",
-        str(work / "quarantine"),
-        "--checkpoint",
-        str(work / "checkpoint"),
-        "--available-now",
-        "--max-offsets-per-trigger",
-        str(rows_per_batch),
-        "--metrics-port",
-        "0",
-        "--spark-master",
-        spark_master,
-    ]
 
 
 Sampler = Callable[[psutil.Process, int], None]
@@ -279,7 +254,9 @@ def main() -> None:
         produce_s = run_simulator(cluster.bootstrap_servers, args.meters, day)
         batches = math.ceil(measures / args.rows_per_batch)
         log.info("ingesting them in %d batches of at most %s", batches, f"{args.rows_per_batch:,}")
-        command = ingest_command(cluster.bootstrap_servers, work, args.rows_per_batch)
+        command = ingest_command(
+            cluster.bootstrap_servers, work, "--available-now", batch=args.rows_per_batch
+        )
         run = run_ingest(command, work, batches)
     finally:
         cluster.close()

@@ -51,13 +51,14 @@ import psutil
 import pyarrow.dataset as ds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from benchmarks.catch_up import Run, after_first_batch, ingest_command, run_ingest, run_simulator
+from benchmarks.catch_up import Run, after_first_batch, run_ingest, run_simulator
 from benchmarks.exporter_cost_curve import chunks, cpu_seconds
 from benchmarks.exporter_restarts import PARTITIONS, seed
 from benchmarks.spark_profile import thread_cpu, thread_report
 from common.logs import setup_logging
 from ingest.kafka_source.adapter import consumer_config
 from ingest.schema import MAGNITUDES, PERIODS_PER_DAY
+from tests.ingest.ingest_process import ingest_command
 from tests.rdkafka_mock import ControlledCluster
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.topics import create_topic
@@ -312,7 +313,9 @@ def ingest(
     own_before = sum(psutil.Process().cpu_times()[:2])
     machine_before = busy_seconds()
     log.info("%s: ingesting into %s", label, work)
-    command = ingest_command(bootstrap, work, args.rows_per_batch, master)
+    command = ingest_command(
+        bootstrap, work, "--available-now", master=master, batch=args.rows_per_batch
+    )
     batches = math.ceil(args.measures / args.rows_per_batch)
     run = run_ingest(command, work, batches, env=env, sampler=watch.sample)
     own = sum(psutil.Process().cpu_times()[:2]) - own_before

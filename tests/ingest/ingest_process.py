@@ -1,6 +1,7 @@
 """`vigia-ingest run` as a separate process (its own process group, the mock cluster reached over
 loopback), for the tests that kill it with SIGKILL mid-batch (test_kill_cluster.py): its command
-line, the batches in its checkpoint, and waits that fail when it exits early."""
+line (the catch-up benchmarks' too), the batches in its checkpoint, and waits that fail when it
+exits early."""
 
 from __future__ import annotations
 
@@ -10,21 +11,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import MockCluster
-
 STARTUP_TIMEOUT_S = 180.0
 
 
 def ingest_command(
-    cluster: MockCluster, base: Path, *extra: str, master: str = "local[2]", batch: int = 4000
+    servers: str, base: Path, *extra: str, master: str = "local[2]", batch: int = 4000
 ) -> list[str]:
+    """`vigia-ingest run` on `servers` with its output, quarantine and checkpoint under `base`."""
     return [
         sys.executable,
         "-m",
         "ingest.cli",
         "run",
         "--bootstrap-servers",
-        cluster.bootstrap_servers,
+        servers,
         "--output",
         str(base / "measure"),
         "--quarantine",
@@ -33,8 +33,6 @@ def ingest_command(
         str(base / "checkpoint"),
         "--max-offsets-per-trigger",
         str(batch),
-        "--trigger-interval",
-        "0.2s",
         "--metrics-port",
         "0",
         "--spark-master",

@@ -173,7 +173,14 @@ def test_executor_and_driver_killed_on_a_standalone_cluster_store_every_measure_
     rng = random.Random(20261127)
     ui = free_port()
     with standalone_cluster(tmp_path / "spark", workers=2) as cluster:
-        command = ingest_command(mock_cluster, tmp_path, master=cluster.url, batch=BATCH)
+        command = ingest_command(
+            mock_cluster.bootstrap_servers,
+            tmp_path,
+            "--trigger-interval",
+            "0.2s",
+            master=cluster.url,
+            batch=BATCH,
+        )
         with driver(command, tmp_path / "driver-1.log", ui) as first:
             # (a) An executor killed while the driver's REST API says it runs a task (after a
             # first batch: warm); the same driver completes that batch, its failed tasks run
