@@ -27,6 +27,8 @@ log = logging.getLogger("vigia-stack")
 REPO_PROMETHEUS_DIR = Path(__file__).resolve().parent.parent / "prometheus"
 # Writes alertmanager.yml's webhook URLs from files (prometheus/ owns it; compose runs it too).
 RENDER_SCRIPT = "render-alertmanager-config.sh"
+# Alertmanager's webhook receivers, whose URLs that script reads from files.
+RECEIVERS = ("pager", "ticket", "heartbeat")
 
 DESCRIPTION = """\
 Start the Vigía processes against an existing Kafka cluster, without Docker: the exporter, the
@@ -45,6 +47,9 @@ components:
   dashboard     vigia-dashboard, the Dash app                           (port 8050)
   prometheus    `prometheus` on PATH, RUN_DIR/prometheus/prometheus.yml (port 9090)
   alertmanager  `alertmanager` or `prometheus-alertmanager` on PATH     (port 9093)
+  heartbeat     dead man's switch: logs "heartbeat missed" when Alertmanager's
+                Watchdog heartbeat stops (docs/runbooks/Watchdog.md)     (port 9098)
+                (left out without Alertmanager, or with --alertmanager-heartbeat-url-file)
   Prometheus and Alertmanager are skipped, with a warning, when not installed
   (unless named in --only/--with, which then fails).
 
@@ -65,7 +70,8 @@ run directory (--run-dir):
                               not running here are dropped; broker JMX targets become
                               --jmx-target); rule files are used in place
   alertmanager/alertmanager.yml   alertmanager.yml with the webhook URLs from
-                              --alertmanager-{pager,ticket}-url-file (mode 0600)
+                              --alertmanager-{pager,ticket,heartbeat}-url-file (mode 0600);
+                              without the heartbeat file, the heartbeat component's URL
   Procfile                    the exact commands, runnable with `honcho -f RUN_DIR/Procfile start`
 
 environment:
@@ -249,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("prometheus", "VIGIA_STACK_PROMETHEUS_PORT", 9090),
         ("alertmanager", "VIGIA_STACK_ALERTMANAGER_PORT", 9093),
         ("receiver", "VIGIA_STACK_RECEIVER_PORT", 9097),
+        ("heartbeat", "VIGIA_STACK_HEARTBEAT_PORT", 9098),
         ("spark-master", "VIGIA_STACK_SPARK_MASTER_PORT", 7077),
         ("spark-master-ui", "VIGIA_STACK_SPARK_MASTER_UI_PORT", 8080),
         ("spark-worker-ui", "VIGIA_STACK_SPARK_WORKER_UI_PORT", 8081),
@@ -276,14 +283,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory with prometheus.yml, rules/ and alertmanager.yml "
         "(env VIGIA_STACK_CONFIG_DIR; default: the repository's prometheus/)",
     )
-    for receiver in ("pager", "ticket"):
+    for receiver in RECEIVERS:
         env = f"VIGIA_ALERTMANAGER_{receiver.upper()}_URL_FILE"
         files.add_argument(
             f"--alertmanager-{receiver}-url-file",
             default=_env(env),
             metavar="FILE",
             help=f"file holding the `{receiver}` receiver's webhook URL (env {env}); without it "
-            "the receiver keeps its placeholder URL and cannot deliver",
+            + (
+                "the heartbeat goes to the heartbeat component"
+                if receiver == "heartbeat"
+                else "the receiver keeps its placeholder URL and cannot deliver"
+            ),
         )
     files.add_argument(
         "--prometheus-binary",
@@ -337,6 +348,7 @@ def _settings(args: argparse.Namespace, traffic: plan.DemoTraffic | None = None)
             prometheus=args.prometheus_port,
             alertmanager=args.alertmanager_port,
             receiver=args.receiver_port,
+            heartbeat=args.heartbeat_port,
             spark_master=args.spark_master_port,
             spark_master_ui=args.spark_master_ui_port,
             spark_worker_ui=args.spark_worker_ui_port,
@@ -387,6 +399,17 @@ def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
         if reason:
             log.warning("%s: skipping %s", reason, name)
             chosen.remove(name)
+    if "heartbeat" in chosen and "heartbeat" not in explicit:
+        reason = (
+            "no Alertmanager to send it a heartbeat"
+            if "alertmanager" not in chosen
+            else "the heartbeat goes to --alertmanager-heartbeat-url-file"
+            if args.alertmanager_heartbeat_url_file
+            else ""
+        )
+        if reason:
+            log.info("%s: skipping heartbeat", reason)
+            chosen.remove("heartbeat")
     if not chosen:
         raise plan.PlanError("no component left to run")
     return chosen
@@ -469,15 +492,19 @@ def _write_prometheus_config(
     )
 
 
-def _write_alertmanager_config(args: argparse.Namespace, settings: plan.Settings) -> None:
+def _write_alertmanager_config(
+    args: argparse.Namespace, settings: plan.Settings, components: Sequence[str]
+) -> None:
     """alertmanager.yml with the real webhook URLs, by the prometheus/ render script."""
     source_dir = args.config_dir.resolve()
     out = settings.alertmanager_config
     out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = dict(os.environ)
-    for receiver in ("pager", "ticket"):
+    for receiver in RECEIVERS:
         path = getattr(args, f"alertmanager_{receiver}_url_file")
-        if not path and settings.demo is not None:
+        if not path and receiver == "heartbeat" and "heartbeat" in components:
+            path = _write_heartbeat_url(settings)
+        elif not path and receiver != "heartbeat" and settings.demo is not None:
             path = demo.write_receiver_url(settings, receiver)
         env_name = f"VIGIA_ALERTMANAGER_{receiver.upper()}_URL_FILE"
         if path:
@@ -499,6 +526,13 @@ def _write_alertmanager_config(args: argparse.Namespace, settings: plan.Settings
     out.chmod(0o600)  # it holds the webhook URLs
 
 
+def _write_heartbeat_url(settings: plan.Settings) -> str:
+    """A file holding the heartbeat component's URL, for Alertmanager's `heartbeat` webhook."""
+    path = settings.alertmanager_config.parent / "heartbeat-url"
+    path.write_text(f"{plan.url(settings, 'heartbeat')}/heartbeat\n", encoding="utf-8")
+    return str(path)
+
+
 def _prepare_run_dir(
     args: argparse.Namespace,
     settings: plan.Settings,
@@ -511,7 +545,7 @@ def _prepare_run_dir(
     if "prometheus" in components:
         _write_prometheus_config(args, settings, components, jmx_targets)
     if "alertmanager" in components:
-        _write_alertmanager_config(args, settings)
+        _write_alertmanager_config(args, settings, components)
     (settings.run_dir / "Procfile").write_text(plan.procfile(processes), encoding="utf-8")
 
 

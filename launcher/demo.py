@@ -30,7 +30,7 @@ BOOTSTRAP_DEADLINE_SECONDS = 30.0
 NEEDED_BY = {
     "openjdk-17-jre-headless": ("ingest",),
     "prometheus": ("prometheus",),
-    "prometheus-alertmanager": ("alertmanager", "receiver"),
+    "prometheus-alertmanager": ("alertmanager", "heartbeat", "receiver"),
 }
 
 

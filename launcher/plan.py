@@ -18,13 +18,17 @@ COMPONENTS = (
     "dashboard",
     "prometheus",
     "alertmanager",
+    "heartbeat",
     "receiver",
 )
 # The simulator writes test traffic into `measure`: never into a real cluster unless asked for.
-DEFAULT_COMPONENTS = ("exporter", "ingest", "dashboard", "prometheus", "alertmanager")
+# `heartbeat` is the dead man's switch of the paging path (launcher/heartbeat.py).
+DEFAULT_COMPONENTS = ("exporter", "ingest", "dashboard", "prometheus", "alertmanager", "heartbeat")
 KAFKA_COMPONENTS = frozenset({"exporter", "ingest", "simulator"})
 # Not compose services: the demo's stand-in for a pager and a ticketing system.
 DEMO_ONLY = frozenset({"receiver"})
+# Not compose services at all: compose's Alertmanager sends the heartbeat to an outside service.
+NOT_IN_COMPOSE = DEMO_ONLY | {"heartbeat"}
 # `--demo`: everything, with the simulator and the receiver.
 DEMO_COMPONENTS = (*DEFAULT_COMPONENTS, "simulator", "receiver")
 # Components are modules of this installation, run by the launcher's own interpreter: a console
@@ -35,6 +39,7 @@ MODULES = {
     "simulator": "ingest.simulator.cli",
     "dashboard": "dashboard.cli",
     "receiver": "launcher.receiver",
+    "heartbeat": "launcher.heartbeat",
 }
 # Started again by launcher/keep_running.py when they crash, as compose restarts them, instead of
 # taking the stack down with them: single processes that leave nothing behind, whose next run
@@ -75,6 +80,7 @@ class Ports:
     prometheus: int = 9090
     alertmanager: int = 9093
     receiver: int = 9097
+    heartbeat: int = 9098
     # Spark's own defaults; worker n's web UI is spark_worker_ui + n - 1.
     spark_master: int = 7077
     spark_master_ui: int = 8080
@@ -287,7 +293,7 @@ def _process(s: Settings, name: str) -> Process:
             "--cluster.listen-address=",
         )
         health = "/-/ready"
-    elif name == "receiver":
+    elif name in ("receiver", "heartbeat"):
         argv = (*_module(s, name), "--listen-address", address, "--port", port)
         health = "/healthz"
     else:  # pragma: no cover - parse_names rejects anything else

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launcher.plan import COMPONENTS, DEMO_ONLY
+from launcher.plan import COMPONENTS, NOT_IN_COMPOSE
 
 BROKER_HOST = re.compile(r"kafka-\d+")
 
@@ -154,5 +154,5 @@ KNOWN_COMPOSE_HOSTS = frozenset(
         *("grafana", "kafka-init", "hes-db", "connect", "connect-init", "mysqld-exporter"),
         *("spark-master", "spark-worker-1", "spark-worker-2"),
     }
-    - DEMO_ONLY
+    - NOT_IN_COMPOSE
 )

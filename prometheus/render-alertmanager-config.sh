@@ -5,6 +5,7 @@
 #
 #   VIGIA_ALERTMANAGER_PAGER_URL_FILE=/run/secrets/pager_url \
 #   VIGIA_ALERTMANAGER_TICKET_URL_FILE=/run/secrets/ticket_url \
+#   VIGIA_ALERTMANAGER_HEARTBEAT_URL_FILE=/run/secrets/heartbeat_url \
 #     render-alertmanager-config.sh alertmanager.yml /tmp/alertmanager.yml
 #
 # A variable left unset keeps its placeholder (a warning on stderr): fine for a laptop, where
@@ -42,9 +43,10 @@ url_from() {
 
 pager=$(url_from VIGIA_ALERTMANAGER_PAGER_URL_FILE)
 ticket=$(url_from VIGIA_ALERTMANAGER_TICKET_URL_FILE)
+heartbeat=$(url_from VIGIA_ALERTMANAGER_HEARTBEAT_URL_FILE)
 
 # Literal (not regex) replacement: URLs are full of characters regexes and sed treat specially.
-PAGER=$pager TICKET=$ticket awk '
+PAGER=$pager TICKET=$ticket HEARTBEAT=$heartbeat awk '
     function swap(line, from, to,    i, done) {
         if (to == "") return line
         done = ""
@@ -56,6 +58,7 @@ PAGER=$pager TICKET=$ticket awk '
     }
     {
         line = swap($0, "http://pager.vigia.invalid/", ENVIRON["PAGER"])
-        print swap(line, "http://ticket.vigia.invalid/", ENVIRON["TICKET"])
+        line = swap(line, "http://ticket.vigia.invalid/", ENVIRON["TICKET"])
+        print swap(line, "http://heartbeat.vigia.invalid/", ENVIRON["HEARTBEAT"])
     }
 ' "$template" > "$output"

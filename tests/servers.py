@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,7 +95,9 @@ def start(name: str, cmd: list[str], port: int, log: Path, ready_path: str) -> S
     return server
 
 
-def start_prometheus(config: Path, data: Path, log: Path, port: int | None = None) -> Server:
+def start_prometheus(
+    config: Path, data: Path, log: Path, port: int | None = None, extra: Sequence[str] = ()
+) -> Server:
     port = port or free_port()
     assert PROMETHEUS is not None
     cmd = [
@@ -105,6 +107,7 @@ def start_prometheus(config: Path, data: Path, log: Path, port: int | None = Non
         "--storage.tsdb.retention.time=30d",
         f"--web.listen-address=127.0.0.1:{port}",
         "--log.level=warn",
+        *extra,
     ]
     return start("prometheus", cmd, port, log, "/-/ready")
 

@@ -108,6 +108,7 @@ def test_alertmanager_alerts_request_and_shape() -> None:
         assert request.url.path == "/api/v2/alerts"
         assert request.url.params["active"] == "true"
         assert request.url.params["silenced"] == "false"
+        assert request.url.params["filter"] == 'alertname!="Watchdog"'
         return httpx.Response(200, json=[{"labels": {"alertname": "X", "severity": "critical"}}])
 
     alerts = sources(handler).alerts()

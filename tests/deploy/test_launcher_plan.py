@@ -54,7 +54,7 @@ def own_command(process: plan.Process) -> tuple[str, ...]:
 
 def test_component_names_are_the_compose_service_names() -> None:
     services = set(raw()["services"])
-    assert set(plan.COMPONENTS) - plan.DEMO_ONLY <= services
+    assert set(plan.COMPONENTS) - plan.NOT_IN_COMPOSE <= services
     brokers = {s for s in services if BROKER_HOST.fullmatch(s)}
     assert services - brokers == KNOWN_COMPOSE_HOSTS
 
@@ -66,6 +66,7 @@ def test_default_set_leaves_the_simulator_out_and_flags_adjust_it() -> None:
         "dashboard",
         "prometheus",
         "alertmanager",
+        "heartbeat",
     ]
     assert plan.choose([], ["ingest"], ["simulator"]) == [
         "exporter",
@@ -73,6 +74,7 @@ def test_default_set_leaves_the_simulator_out_and_flags_adjust_it() -> None:
         "dashboard",
         "prometheus",
         "alertmanager",
+        "heartbeat",
     ]
     assert plan.choose(["dashboard", "exporter"], ["dashboard"], []) == ["exporter"]
     assert plan.parse_names(["exporter,dashboard", "ingest"]) == ["exporter", "dashboard", "ingest"]
@@ -420,7 +422,7 @@ def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
     ]
     (warning,) = [r.getMessage() for r in caplog.records if "apt-get" in r.getMessage()]
     assert "`sudo apt-get install -y prometheus prometheus-alertmanager`" in warning
-    assert warning.endswith("without prometheus, alertmanager, receiver")
+    assert warning.endswith("without prometheus, alertmanager, heartbeat, receiver")
 
 
 @pytest.mark.parametrize(
@@ -546,3 +548,35 @@ def test_a_component_that_ignores_sigterm_is_killed_once_and_the_stop_is_not_cle
     )
     assert code == 128 + signal.SIGTERM, output.getvalue()
     assert output.getvalue().count("stubborn did not stop within 1 s: SIGKILL") == 1
+
+
+def test_the_rendered_alertmanager_sends_the_heartbeat_to_the_heartbeat_component(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--dry-run", "--bootstrap-servers", "127.0.0.1:19092", "--heartbeat-port", "19098"]
+    argv += ["--prometheus-binary", "/usr/bin/prometheus"]
+    argv += ["--alertmanager-binary", "/usr/bin/prometheus-alertmanager"]
+    assert cli.main([*argv, "--run-dir", str(tmp_path / "local")]) == 0
+    procfile = (tmp_path / "local" / "Procfile").read_text()
+    (line,) = [x for x in procfile.splitlines() if x.startswith("heartbeat:")]
+    assert "-m launcher.heartbeat --listen-address 127.0.0.1 --port 19098" in line
+    config = yaml.safe_load((tmp_path / "local" / "alertmanager" / "alertmanager.yml").read_text())
+    (heartbeat,) = [r for r in config["receivers"] if r["name"] == "heartbeat"]
+    assert heartbeat["webhook_configs"][0]["url"] == "http://127.0.0.1:19098/heartbeat"
+
+    # An outside dead man's switch replaces the local one; no Alertmanager, no heartbeat.
+    outside = tmp_path / "heartbeat-url"
+    outside.write_text("https://dms.example.org/ping/abc\n")
+    run = tmp_path / "outside"
+    assert (
+        cli.main([*argv, "--run-dir", str(run), "--alertmanager-heartbeat-url-file", str(outside)])
+        == 0
+    )
+    assert "heartbeat:" not in (run / "Procfile").read_text()
+    assert (
+        "https://dms.example.org/ping/abc"
+        in (run / "alertmanager" / "alertmanager.yml").read_text()
+    )
+    run = tmp_path / "no-alertmanager"
+    assert cli.main([*argv, "--run-dir", str(run), "--without", "alertmanager"]) == 0
+    assert "heartbeat:" not in (run / "Procfile").read_text()

@@ -97,17 +97,23 @@ def webhook_receiver() -> Iterator[Receiver]:
         thread.join(timeout=5)
 
 
-def render_alertmanager_config(out: Path, pager_url: str, ticket_url: str) -> Path:
-    """The repository's render script, fed URL files like compose and the launcher feed it."""
-    pager, ticket = out.parent / "pager-url", out.parent / "ticket-url"
-    pager.write_text(pager_url + "\n")
-    ticket.write_text(ticket_url + "\n")
+def render_alertmanager_config(
+    out: Path, pager_url: str, ticket_url: str, heartbeat_url: str | None = None
+) -> Path:
+    """The repository's render script, fed URL files like compose and the launcher feed it
+    (without `heartbeat_url`, the heartbeat keeps its placeholder and goes nowhere)."""
+    urls = {"pager": pager_url, "ticket": ticket_url, "heartbeat": heartbeat_url}
+    env = dict(os.environ)
+    for receiver, url in urls.items():
+        variable = f"VIGIA_ALERTMANAGER_{receiver.upper()}_URL_FILE"
+        env.pop(variable, None)
+        if url is not None:
+            (out.parent / f"{receiver}-url").write_text(url + "\n")
+            env[variable] = str(out.parent / f"{receiver}-url")
     result = subprocess.run(
         ["sh", str(PROMETHEUS_DIR / "render-alertmanager-config.sh"),
          str(PROMETHEUS_DIR / "alertmanager.yml"), str(out)],
-        env={**os.environ, "VIGIA_ALERTMANAGER_PAGER_URL_FILE": str(pager),
-             "VIGIA_ALERTMANAGER_TICKET_URL_FILE": str(ticket)},
-        capture_output=True, text=True, timeout=30, check=False,
+        env=env, capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return out
