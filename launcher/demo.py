@@ -134,6 +134,7 @@ def banner(settings: plan.Settings, components: Sequence[str]) -> str:
         "ingest": "ingest job /metrics",
         "simulator": "simulator /metrics",
         "receiver": "notification receiver",
+        "heartbeat": "heartbeat checker",
     }
     lines = [f"  {names[c]:<24} {plan.url(settings, c)}" for c in components if c in names]
     traffic = settings.demo

@@ -4,7 +4,7 @@ Docker (`vigia-stack` runs it as component `heartbeat`) and the tests.
 Alertmanager's `heartbeat` receiver posts the always-firing Watchdog here every minute. When none
 arrives for --gap seconds, one line "heartbeat missed" is logged (ERROR); when they resume, one line
 "heartbeat back". The state machine is launcher/heartbeat_watch.py. `GET /healthz` answers once it
-serves; `GET /status` says the state and the seconds since the last beat.
+serves; `GET /status` (and `/`) says the state and the seconds since the last beat.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/healthz":
             self._reply(200, {"status": "ok"})
-        elif self.path == "/status":
+        elif self.path in ("/", "/status"):
             self._reply(200, self.server.status())
         else:
             self._reply(404, {"error": "not found"})
@@ -124,19 +124,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--port",
         type=int,
-        default=int(env("VIGIA_HEARTBEAT_PORT", str(DEFAULT_PORT))),
+        default=env("VIGIA_HEARTBEAT_PORT", str(DEFAULT_PORT)),
         help="(env VIGIA_HEARTBEAT_PORT; default %(default)s)",
     )
     parser.add_argument(
         "--gap",
         type=_gap,
-        default=_gap(
-            env("VIGIA_HEARTBEAT_GAP_SECONDS", f"{heartbeat_watch.DEFAULT_GAP_SECONDS:g}")
-        ),
+        # A string: argparse converts it like a flag's value, so a bad variable is a usage error.
+        default=env("VIGIA_HEARTBEAT_GAP_SECONDS", f"{heartbeat_watch.DEFAULT_GAP_SECONDS:g}"),
         metavar="SECONDS",
         help="log 'heartbeat missed' after this long without one (env VIGIA_HEARTBEAT_GAP_SECONDS; "
-        "default %(default)g: twice the 60-75 s Alertmanager's heartbeat route sends it at, "
-        "plus slack)",
+        "default %(default)s: twice the 60-75 s at which Alertmanager's heartbeat route sends "
+        "it, plus slack)",
     )
     return parser.parse_args(argv)
 

@@ -104,7 +104,7 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
     marker: str,  # noqa: F811
 ) -> None:
     names = ("exporter", "ingest-metrics", "simulator-metrics", "dashboard", "prometheus")
-    ports = {n: free_port() for n in (*names, "alertmanager", "receiver")}
+    ports = {n: free_port() for n in (*names, "alertmanager", "heartbeat", "receiver")}
     argv = [console_script("vigia-stack"), "--demo", "--run-dir", str(tmp_path / "demo")]
     argv += ["--stop-timeout", str(STOP_TIMEOUT)]
     for name, port in ports.items():
@@ -162,6 +162,13 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
         labels = json.loads(get(url["prometheus"] + "/api/v1/status/config"))["data"]["yaml"]
         assert f"vigia_console_url: {url['dashboard']}" in labels
         assert json.loads(get(url["receiver"] + "/healthz")) == {"status": "ok"}
+        # Alertmanager sends the Watchdog heartbeat to the demo's dead man's switch at once.
+        until(
+            lambda: json.loads(get(url["heartbeat"] + "/status"))["state"] == "alive",
+            deadline,
+            "the first heartbeat",
+            output,
+        )
         assert "<title>Vigía · demo</title>" in get(url["dashboard"] + "/")
         assert "IngestDataStale" in get(url["dashboard"] + "/runbooks/IngestDataStale")
         assert time.monotonic() - started < TWO_MINUTES
@@ -178,7 +185,7 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
     assert code == 0, f"vigia-stack exited {code} after Ctrl-C:\n{stop}"
     assert "Traceback" not in text(), text()
     components = ("exporter", "ingest", "simulator", "dashboard", "prometheus", "alertmanager")
-    for name in (*components, "receiver"):  # one line each
+    for name in (*components, "heartbeat", "receiver"):  # one line each
         assert len(re.findall(rf"\| {name} stopped \(rc=(0|-15)\)", stop)) == 1, (name, stop)
     _, alive = psutil.wait_procs(list(running), timeout=5)
     leftovers = {(p.pid, running[p]) for p in alive}

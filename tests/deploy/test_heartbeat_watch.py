@@ -73,3 +73,19 @@ def test_only_a_firing_watchdog_is_a_heartbeat() -> None:
     assert not is_heartbeat(_payload("firing", "IngestQueryDown"))
     assert not is_heartbeat({"alerts": "nope"})
     assert not is_heartbeat({})
+
+
+def test_gap_from_flag_or_environment_with_the_documented_default(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from launcher.heartbeat import parse_args
+
+    monkeypatch.delenv("VIGIA_HEARTBEAT_GAP_SECONDS", raising=False)
+    assert parse_args([]).gap == DEFAULT_GAP_SECONDS == 180
+    monkeypatch.setenv("VIGIA_HEARTBEAT_GAP_SECONDS", "30")
+    assert parse_args([]).gap == 30
+    assert parse_args(["--gap", "12.5"]).gap == 12.5  # the flag wins
+    monkeypatch.setenv("VIGIA_HEARTBEAT_GAP_SECONDS", "soon")
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([])
+    assert exit_.value.code == 2 and "'soon' is not a number of seconds" in capsys.readouterr().err
