@@ -176,3 +176,39 @@ def _scrape_urls(port: int, until: set[str], timeout: float) -> set[str]:
         if until <= scraped or time.monotonic() > deadline:
             return scraped
         time.sleep(0.5)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.skipif(
+    not (_installed("prometheus") and _installed("alertmanager")),
+    reason="the heartbeat needs Prometheus and Alertmanager (CI installs them: .ci/run)",
+)
+def test_the_stack_sends_its_heartbeat_to_its_own_dead_mans_switch(
+    tmp_path: Path, marker: str
+) -> None:
+    """No Kafka needed: the rendered Alertmanager sends the Watchdog to the heartbeat component."""
+    ports = {c: free_port() for c in ("prometheus", "alertmanager", "heartbeat")}
+    argv = [console_script("vigia-stack"), "--without", "exporter,ingest,dashboard"]
+    argv += ["--run-dir", str(tmp_path / "run"), "--stop-timeout", str(STOP_TIMEOUT)]
+    for name, port in ports.items():
+        argv += [f"--{name}-port", str(port)]
+    output = tmp_path / "vigia-stack.out"
+    with output.open("w") as out:
+        launcher = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, MARKER: marker}
+        )
+    status = f"http://127.0.0.1:{ports['heartbeat']}/status"
+    # The first evaluation (15 s), then Alertmanager's heartbeat route at once (group_wait 0s).
+    deadline = time.monotonic() + START_DEADLINE
+    state = None
+    while state != "alive" and time.monotonic() < deadline and launcher.poll() is None:
+        with contextlib.suppress(OSError), urllib.request.urlopen(status, timeout=2) as response:
+            state = json.load(response)["state"]
+        time.sleep(0.5)
+    launcher.send_signal(signal.SIGTERM)
+    code = launcher.wait(timeout=STOP_TIMEOUT + 30)
+    text = output.read_text()
+    assert state == "alive", "\n".join(text.splitlines()[-40:])
+    assert "heartbeat received: the paging path works" in text
+    assert "heartbeat missed" not in text
+    assert code == 0, "\n".join(text.splitlines()[-40:])

@@ -174,6 +174,7 @@ def test_render_keeps_placeholders_without_files_and_rejects_bad_urls(tmp_path: 
     result = render(tmp_path)
     assert result.returncode == 0
     assert "VIGIA_ALERTMANAGER_PAGER_URL_FILE is not set" in result.stderr
+    assert "VIGIA_ALERTMANAGER_HEARTBEAT_URL_FILE is not set" in result.stderr
     assert (tmp_path / "am.yml").read_text() == (PROMETHEUS_DIR / "alertmanager.yml").read_text()
     for bad in ("ftp://example.com/", 'http://example.com/"x', ""):
         result = render(tmp_path, pager=bad)

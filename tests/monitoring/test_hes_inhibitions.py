@@ -39,6 +39,7 @@ SCENARIOS: dict[str, tuple[list[tuple[str, dict[str, str]]], list[tuple[str, dic
         [
             ("HesConnectorStalled", MEASURE),
             ("HesConnectorFailed", {"connector": "hes-measure"}),
+            ("HesConnectorFailedJmx", {"connector": "hes-measure"}),  # the worker's own view
             ("HesCdcDisconnected", CDC),
             ("HesToKafkaBehind", {}),
         ],
@@ -55,6 +56,12 @@ SCENARIOS: dict[str, tuple[list[tuple[str, dict[str, str]]], list[tuple[str, dic
             ("HesToKafkaBehind", {}),
         ],
         [("HesConnectorStalled", MEASURE)],
+    ),
+    # Without the exporter's REST view (the exporter run without --connect-url), the worker's JMX
+    # view pages once; Debezium's series are gone with the task, so HesCdcDisconnected is quiet.
+    "failed-jmx-only": (
+        [("HesConnectorFailedJmx", {"connector": "hes-measure"}), ("HesToKafkaBehind", {})],
+        [("HesConnectorFailedJmx", {"connector": "hes-measure"})],
     ),
     "hes-database-down": (  # no flow to judge: the disconnect pages alone
         [("HesCdcDisconnected", CDC)],
