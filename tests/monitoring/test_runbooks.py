@@ -55,6 +55,10 @@ def _walk_titles(tree: Any) -> Iterator[str]:
         yield str(tree.figure["layout"]["title"]["text"])
     if isinstance(tree, html.H3) and isinstance(tree.children, str):
         yield tree.children
+    # The titled boxes of the Overview's lights and the Pipeline's hops.
+    is_label = "light-label" in (getattr(tree, "className", None) or "").split()
+    if isinstance(tree, html.Div) and is_label and isinstance(tree.children, str):
+        yield tree.children
     children = getattr(tree, "children", None)
     if children is not None and not isinstance(children, str):
         yield from _walk_titles(children)
@@ -62,7 +66,8 @@ def _walk_titles(tree: Any) -> Iterator[str]:
 
 @cache
 def dash_panels() -> frozenset[str]:
-    """Card and chart titles of every page, built from recorded data and with backends down."""
+    """Card, chart, light and hop titles of every page, built from recorded data and with
+    backends down."""
     down = Fetched(
         cluster=Unreachable("exporter", "connection refused"),
         alerts=Unreachable("Alertmanager", "connection refused"),
