@@ -4,6 +4,7 @@ share them."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -77,9 +78,16 @@ class Server:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def start(name: str, cmd: list[str], port: int, log: Path, ready_path: str) -> Server:
+def start(
+    name: str,
+    cmd: list[str],
+    port: int,
+    log: Path,
+    ready_path: str,
+    env: dict[str, str] | None = None,
+) -> Server:
     with log.open("ab") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     server = Server(name, port, process, log)
 
     def ready() -> bool:
@@ -95,7 +103,19 @@ def start(name: str, cmd: list[str], port: int, log: Path, ready_path: str) -> S
     return server
 
 
-def start_prometheus(config: Path, data: Path, log: Path, port: int | None = None) -> Server:
+# What compose gives Prometheus when .env does not set VIGIA_CONSOLE_URL.
+COMPOSE_CONSOLE_URL = "http://localhost:8050"
+
+
+def start_prometheus(
+    config: Path,
+    data: Path,
+    log: Path,
+    port: int | None = None,
+    console_url: str = COMPOSE_CONSOLE_URL,
+) -> Server:
+    """As compose runs it: prometheus/prometheus.yml's `${VIGIA_CONSOLE_URL}` external label is
+    expanded from the environment."""
     port = port or free_port()
     assert PROMETHEUS is not None
     cmd = [
@@ -104,9 +124,11 @@ def start_prometheus(config: Path, data: Path, log: Path, port: int | None = Non
         f"--storage.tsdb.path={data}",
         "--storage.tsdb.retention.time=30d",
         f"--web.listen-address=127.0.0.1:{port}",
+        "--enable-feature=expand-external-labels",
         "--log.level=warn",
     ]
-    return start("prometheus", cmd, port, log, "/-/ready")
+    env = {**os.environ, "VIGIA_CONSOLE_URL": console_url}
+    return start("prometheus", cmd, port, log, "/-/ready", env)
 
 
 def start_alertmanager(config: Path, data: Path, log: Path, port: int | None = None) -> Server:
