@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from common.logs import setup_logging
-from launcher import demo, packages, plan, spark_cluster
+from launcher import console_url, demo, packages, plan, spark_cluster
 from launcher.prometheus_config import localize
 from launcher.supervisor import run
 
@@ -68,7 +68,8 @@ run directory (--run-dir):
   prometheus/prometheus.yml   the repository's prometheus.yml and targets/*.json with compose
                               service names replaced by local addresses (targets of components
                               not running here are dropped; broker JMX targets become
-                              --jmx-target); rule files are used in place
+                              --jmx-target); rule files are used in place; the external label
+                              vigia_console_url, which alerts' links start with, is --console-url
   alertmanager/alertmanager.yml   alertmanager.yml with the webhook URLs from
                               --alertmanager-{pager,ticket,heartbeat}-url-file (mode 0600);
                               without the heartbeat file, the heartbeat component's URL
@@ -142,6 +143,13 @@ def _count(text: str) -> int:
     if count < 0:
         raise argparse.ArgumentTypeError(f"{count} is negative")
     return count
+
+
+def _console_url(text: str) -> str:
+    try:
+        return console_url.parse_console_url(text)
+    except console_url.ConsoleUrlError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _list(text: str) -> list[str]:
@@ -246,6 +254,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--listen-address",
         default=_env("VIGIA_STACK_LISTEN_ADDRESS", "127.0.0.1"),
         help="address every server binds (env VIGIA_STACK_LISTEN_ADDRESS; default %(default)s)",
+    )
+    net.add_argument(
+        "--console-url",
+        type=_console_url,
+        default=_env("VIGIA_CONSOLE_URL") or None,
+        metavar="URL",
+        help="the Dash app's address as on-call opens it: every alert's runbook and dashboard "
+        "link starts with it (env VIGIA_CONSOLE_URL; default http://LISTEN_ADDRESS:DASHBOARD_PORT, "
+        "with this machine's name (socket.getfqdn(), else its host name) for 0.0.0.0)",
     )
     for component, env, default in (
         ("exporter", "VIGIA_EXPORTER_PORT", 9308),
@@ -473,11 +490,7 @@ def _write_prometheus_config(
         ),
         target_dir=out_dir / "targets",
         read_target_file=_read_target_file,
-        external_labels=(
-            {demo.CONSOLE_LABEL: plan.url(settings, "dashboard")}
-            if "dashboard" in components
-            else {}
-        ),
+        external_labels={console_url.LABEL: _alert_link_base(args, settings)},
     )
     if settings.demo is not None:
         local.config["rule_files"].append(str(demo.RULES))
@@ -490,6 +503,20 @@ def _write_prometheus_config(
         + yaml.dump(local.config, Dumper=_PlainDumper, sort_keys=False),
         encoding="utf-8",
     )
+
+
+def _alert_link_base(args: argparse.Namespace, settings: plan.Settings) -> str:
+    if args.console_url:
+        return str(args.console_url)
+    try:
+        return console_url.derive_console_url(
+            settings.listen_address,
+            settings.ports.dashboard,
+            socket.getfqdn(),
+            socket.gethostname(),
+        )
+    except console_url.ConsoleUrlError as e:
+        raise plan.PlanError(str(e)) from None
 
 
 def _write_alertmanager_config(

@@ -17,8 +17,6 @@ from launcher import packages, plan
 
 log = logging.getLogger("vigia-stack")
 
-# The Prometheus external label every alert builds its runbook_url and dashboard_url from.
-CONSOLE_LABEL = "vigia_console_url"
 # The demo's own alert on the simulated HES outage (production rules are loaded unchanged).
 RULES = Path(__file__).resolve().parent / "demo-rules.yml"
 MEASURE_TOPIC = "measure"

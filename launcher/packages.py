@@ -1,25 +1,18 @@
 """The Debian packages Vigía needs outside Docker, whether each is installed, and the one
 `apt-get install` line that adds the missing ones.
 
-`vigia-stack --demo` checks the demo's three and runs without what is missing; `make test` runs
-`python -m launcher.packages` first, so that the tests that need a missing program (and skip,
-saying so) come with the command that adds it. `.ci/run` installs the same list.
+`vigia-stack --demo` checks the demo's three and runs without what is missing; `make test` checks
+them all first (tests/preflight.py). `.ci/run` installs the same list.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-from common.logs import setup_logging
-
-log = logging.getLogger("vigia-packages")
 
 JAVA_MAJOR = 17
 
@@ -77,20 +70,3 @@ def missing(packages: Sequence[str]) -> list[str]:
 
 def install_line(packages: Sequence[str]) -> str:
     return f"sudo apt-get install -y {' '.join(packages)}"
-
-
-def main() -> int:
-    """Says which packages the tests need and this machine lacks; the tests run regardless."""
-    setup_logging(os.environ.get("VIGIA_LOG_LEVEL", "INFO"))
-    absent = missing(list(INSTALLED))
-    if absent:
-        log.warning(
-            "not installed: %s; `%s` adds them; the tests that need them are skipped, saying so",
-            ", ".join(absent),
-            install_line(absent),
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,7 +10,8 @@ Docker those names do not resolve, so `vigia-stack` writes a variant into its ru
   the same way into the run directory);
 - Alertmanager targets point at the local Alertmanager (or alerting is removed without one);
 - the given external labels are set (the Dash app's address, `vigia_console_url`, that alerts
-  build their runbook and dashboard links from).
+  build their runbook and dashboard links from: launcher/console_url.py), replacing the
+  `${VIGIA_CONSOLE_URL}` that compose's Prometheus expands from its environment.
 Everything else (labels, relabelling, intervals, other external labels) is kept as it is.
 """
 

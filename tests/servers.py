@@ -4,6 +4,7 @@ share them."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -77,9 +78,16 @@ class Server:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def start(name: str, cmd: list[str], port: int, log: Path, ready_path: str) -> Server:
+def start(
+    name: str,
+    cmd: list[str],
+    port: int,
+    log: Path,
+    ready_path: str,
+    env: dict[str, str] | None = None,
+) -> Server:
     with log.open("ab") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     server = Server(name, port, process, log)
 
     def ready() -> bool:
@@ -95,9 +103,20 @@ def start(name: str, cmd: list[str], port: int, log: Path, ready_path: str) -> S
     return server
 
 
+# What compose gives Prometheus when .env does not set VIGIA_CONSOLE_URL.
+COMPOSE_CONSOLE_URL = "http://localhost:8050"
+
+
 def start_prometheus(
-    config: Path, data: Path, log: Path, port: int | None = None, extra: Sequence[str] = ()
+    config: Path,
+    data: Path,
+    log: Path,
+    port: int | None = None,
+    console_url: str = COMPOSE_CONSOLE_URL,
+    extra: Sequence[str] = (),
 ) -> Server:
+    """As compose runs it: prometheus/prometheus.yml's `${VIGIA_CONSOLE_URL}` external label is
+    expanded from the environment."""
     port = port or free_port()
     assert PROMETHEUS is not None
     cmd = [
@@ -106,10 +125,12 @@ def start_prometheus(
         f"--storage.tsdb.path={data}",
         "--storage.tsdb.retention.time=30d",
         f"--web.listen-address=127.0.0.1:{port}",
+        "--enable-feature=expand-external-labels",
         "--log.level=warn",
         *extra,
     ]
-    return start("prometheus", cmd, port, log, "/-/ready")
+    env = {**os.environ, "VIGIA_CONSOLE_URL": console_url}
+    return start("prometheus", cmd, port, log, "/-/ready", env)
 
 
 def start_alertmanager(config: Path, data: Path, log: Path, port: int | None = None) -> Server:

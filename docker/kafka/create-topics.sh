@@ -1,13 +1,12 @@
 #!/bin/bash
 # One-shot topic creation for docker-compose.yml (service kafka-init). Idempotent: --if-not-exists
 # makes a re-run (every `docker compose up`) a no-op for topics that already exist. The exporter's
-# probe topic is not here: the exporter creates it, with one partition led by each broker.
+# probe topic is not here: the exporter creates it, with one partition led by each broker. Rejected
+# messages go to the ingest job's quarantine Parquet root, not to a topic.
 set -euo pipefail
 : "${BOOTSTRAP_SERVERS:?BOOTSTRAP_SERVERS is not set}"
 : "${MEASURE_TOPIC:=measure}"
 : "${MEASURE_PARTITIONS:=6}"
-: "${QUARANTINE_TOPIC:=measure-quarantine}"
-: "${QUARANTINE_PARTITIONS:=3}"
 : "${REPLICATION_FACTOR:=3}"
 : "${MEASURE_RETENTION_MS:=604800000}"
 
@@ -22,7 +21,6 @@ create() { # name partitions [--config k=v ...]
 
 create "$MEASURE_TOPIC" "$MEASURE_PARTITIONS" \
   --config min.insync.replicas=2 --config retention.ms="$MEASURE_RETENTION_MS"
-create "$QUARANTINE_TOPIC" "$QUARANTINE_PARTITIONS" --config min.insync.replicas=2
 
 "$topics" --bootstrap-server "$BOOTSTRAP_SERVERS" --describe \
-  --topic "$MEASURE_TOPIC|$QUARANTINE_TOPIC" || true  # informational only
+  --topic "$MEASURE_TOPIC" || true  # informational only

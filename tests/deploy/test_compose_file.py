@@ -440,8 +440,8 @@ def test_init_creates_the_pipeline_topics_idempotently(tmp_path: Path) -> None:
     assert all(f"--bootstrap-server {env['BOOTSTRAP_SERVERS']}" in c for c in creates)
     by_topic = {re.search(r"--topic (\S+)", c).group(1): c for c in creates}  # type: ignore[union-attr]
     assert "--partitions 6 --replication-factor 3" in by_topic["measure"]
-    assert "--replication-factor 3" in by_topic["measure-quarantine"]
-    assert set(by_topic) == {"measure", "measure-quarantine"}
+    # Nothing writes a quarantine topic: rejected messages go to the ingest job's Parquet root.
+    assert set(by_topic) == {"measure"}
     assert init["entrypoint"][-1] == "/opt/vigia/create-topics.sh"
 
 

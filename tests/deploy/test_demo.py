@@ -90,7 +90,7 @@ def test_make_demo_and_make_test_share_the_virtualenv_made_once(tmp_path: Path) 
     (venv / ".installed").touch()  # newer than pyproject.toml: installed already
     assert planned("demo") == [f"{venv}/bin/vigia-stack --demo"]
     tests = planned("test")
-    assert tests[0] == f"{venv}/bin/python -m launcher.packages"
+    assert tests[0] == f"{venv}/bin/python -m tests.preflight"
     # Every step is the virtualenv's: its Python, or a console script it installed (lint-imports).
     assert tests[1:] and all(line.startswith(f"{venv}/bin/") for line in tests)
 

@@ -256,7 +256,6 @@ def test_the_master_counts_the_workers_it_lists_alive() -> None:
 def test_dry_run_plans_the_cluster_from_the_installed_pyspark(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
     monkeypatch.setenv("VIGIA_STACK_SPARK_WORKERS", "1")
     argv = ["--dry-run", "--bootstrap-servers", "b:9092", "--only", "ingest"]
     assert cli.main([*argv, "--run-dir", str(tmp_path)]) == 0

@@ -1,40 +1,17 @@
-"""Shared by the ingest job tests: one local Spark session (starting Spark takes seconds), topics
-on the mock cluster, and simulator runs."""
+"""Shared by the ingest job tests: topics on the mock cluster and simulator runs (the Spark
+session is tests/spark_session.py's)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-
 from confluent_kafka import Producer
-from pyspark.sql import SparkSession
 
-from ingest.job import quiet_spark_logs, session_settings
 from ingest.simulator.cli import main as simulate
 from ingest.simulator.manifest import Manifest, load_manifest
-from ingest.spark_session import start_session
 
 TOPIC = "measure"
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    session = start_session(
-        "vigia-ingest-tests",
-        {
-            **session_settings("local[2]"),
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "4",
-        },
-    )
-    quiet_spark_logs(session, "INFO")
-    yield session
-    session.stop()
 
 
 def create_topic(bootstrap_servers: str, topic: str = TOPIC) -> None:

@@ -21,8 +21,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.spark_standalone import standalone_cluster
 
-pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).parents[2]

@@ -1,40 +1,16 @@
-"""One local Spark session for every test of this folder (starting Spark takes seconds)."""
+"""Rows as Spark's Kafka source gives them, for the job's pure transformations (the Spark session
+is tests/spark_session.py's)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-import pytest
+from pyspark.sql import DataFrame, SparkSession
 
-pyspark = pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-
-from ingest.schema import KAFKA_SOURCE_SCHEMA  # noqa: E402
-from ingest.spark_session import start_session  # noqa: E402
+from ingest.schema import KAFKA_SOURCE_SCHEMA
 
 KAFKA_TIME = dt.datetime(2026, 11, 20, 9, 20, tzinfo=dt.UTC)
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    session = start_session(
-        "vigia-ingest-unit",
-        {
-            "spark.master": "local[2]",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            # Compiling each plan to bytecode is most of the time on rows this few (same results).
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.sql.session.timeZone": "UTC",
-        },
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def kafka_frame(

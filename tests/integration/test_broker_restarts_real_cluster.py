@@ -22,9 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-
 from pyspark.sql import SparkSession
 
 from tests.exporter.exposition import value

@@ -32,9 +32,6 @@ from typing import Any
 
 import httpx
 import pytest
-
-pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-
 from confluent_kafka.admin import AdminClient
 
 from common import kafka_config

@@ -34,9 +34,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-
 from confluent_kafka.admin import AdminClient
 
 from common import kafka_config

@@ -12,11 +12,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("pyspark", reason="pyspark (the ingest extra) is not installed")
-
 import pyarrow.dataset as ds
+import pytest
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 

@@ -16,11 +16,12 @@ import pytest
 import yaml
 
 from dashboard.pages import PAGE_BY_PATH
+from launcher import cli
 from launcher.demo import RULES as DEMO_RULES
 from tests.conftest import free_port
 from tests.dashboard.backends import start_dashboard
-from tests.monitoring.servers import PROMETHEUS_DIR, REPO
-from tests.servers import Server
+from tests.monitoring.servers import PROMETHEUS_DIR, REPO, derived_prometheus_config
+from tests.servers import Server, start_prometheus, wait_until
 
 CONSOLE = "{{ $externalLabels.vigia_console_url }}"
 RUNBOOKS = REPO / "docs" / "runbooks"
@@ -109,3 +110,74 @@ def test_the_runbooks_ship_with_the_dashboard_package() -> None:
     assert "COPY docs/runbooks ./docs/runbooks" in dockerfile
     ignore = (REPO / "docker" / "vigia" / "Dockerfile.dockerignore").read_text()
     assert "!docs/runbooks/**" in ignore.splitlines()
+
+
+# ------------------------------------------------ a real Prometheus renders the links
+
+ON_CALL = "https://vigia.example.org"
+
+
+def _rules_firing_at_once(out: Path) -> list[str]:
+    """The real rule files with `for: 0s`, so that what fires without targets fires at once."""
+    paths = []
+    for path in RULE_FILES:
+        rules = yaml.safe_load(path.read_text())
+        for group in rules["groups"]:
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    rule["for"] = "0s"
+        paths.append(out / path.name)
+        paths[-1].write_text(yaml.safe_dump(rules, sort_keys=False))
+    return [str(p) for p in paths]
+
+
+def _compose_config(out: Path) -> Path:
+    """The repository's prometheus.yml, with its `${VIGIA_CONSOLE_URL}` left for Prometheus."""
+    return derived_prometheus_config(out, {}, [Path(p) for p in _rules_firing_at_once(out)])
+
+
+def _vigia_stack_config(out: Path) -> Path:
+    """What `vigia-stack --listen-address 0.0.0.0 --console-url ...` writes, without scrapes."""
+    argv = ["--dry-run", "--run-dir", str(out / "run"), "--only", "prometheus"]
+    argv += ["--prometheus-binary", "/usr/bin/prometheus", "--listen-address", "0.0.0.0"]
+    assert cli.main([*argv, "--console-url", ON_CALL + "/"]) == 0
+    path = out / "run" / "prometheus" / "prometheus.yml"
+    config = yaml.safe_load(path.read_text())
+    config["global"].update({"evaluation_interval": "1s"})
+    config["scrape_configs"] = []  # alerts on absent targets are enough
+    config["rule_files"] = _rules_firing_at_once(out)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize(
+    ("deployment", "config", "environment"),
+    [
+        # compose: the label comes from the environment compose gives Prometheus
+        ("compose", _compose_config, ON_CALL),
+        # vigia-stack: the label is written into the config; the environment plays no part
+        ("vigia-stack", _vigia_stack_config, "http://127.0.0.1:1"),
+    ],
+)
+def test_prometheus_renders_every_firing_alerts_links_with_the_console_url(
+    binaries: None, tmp_path: Path, deployment: str, config: Any, environment: str
+) -> None:
+    server = start_prometheus(
+        config(tmp_path), tmp_path / "data", tmp_path / "prometheus.log", console_url=environment
+    )
+    try:
+
+        def firing() -> list[dict[str, Any]]:
+            alerts = httpx.get(f"{server.url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+            names = {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
+            return alerts if "VigiaExporterDown" in names else []
+
+        alerts = wait_until(firing, 60, "VigiaExporterDown to fire")
+    finally:
+        server.stop()
+    for alert in alerts:
+        name, notes = alert["labels"]["alertname"], alert["annotations"]
+        assert notes["runbook_url"] == f"{ON_CALL}/runbooks/{name}", deployment
+        page = notes["dashboard_url"].removeprefix(ON_CALL) or "/"
+        assert page in PAGE_BY_PATH, (deployment, notes["dashboard_url"])

@@ -121,7 +121,7 @@ class KafkaCluster:
         process.wait_for_line(STARTED, timeout)
 
     def create_pipeline_topics(self) -> None:
-        """`measure` and its quarantine topic, by compose's own script (docker/kafka/), since
+        """`measure`, by compose's own script (docker/kafka/), since
         the cluster, like compose's, creates no topic on first use."""
         env = {
             **os.environ,
