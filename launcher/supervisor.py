@@ -8,8 +8,9 @@ children itself: the ingest job ends its query and then its Spark JVM; a SIGTERM
 (honcho's way) would kill that JVM under the job's feet. The group SIGKILL still reaches every
 grandchild of a component that does not stop.
 
-The exporter and the Dash app run under launcher/keep_running.py, which starts them again after a
-crash: only a stop or a configuration error ends that process, and with it the stack.
+Every component runs under launcher/keep_running.py, which starts it again after a crash and keeps
+it down after a configuration error: only a stop asked for ends that process, so the stack stops
+only on SIGINT/SIGTERM, never because a component died.
 """
 
 from __future__ import annotations
