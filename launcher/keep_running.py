@@ -151,20 +151,17 @@ class KeepRunning:
             step = after_exit(code, self._stop is not None)
             if step is Next.END:
                 return code
-            _stop_leftovers(self._name)
-            if self._stop is not None:  # asked to stop while the leftovers went
-                return code
             if step is Next.STAY_DOWN:
-                if code == CONFIG_ERROR:
-                    log.error("%s", down_line(self._name, code))
-                else:
-                    log.warning("%s", down_line(self._name, code))
+                level = logging.ERROR if code == CONFIG_ERROR else logging.WARNING
+                log.log(level, "%s", down_line(self._name, code))
+                _stop_leftovers(self._name)
                 self._wait(float("inf"))
                 return code
             crashes = self._backoff.crashes_in_a_row(crashes, time.monotonic() - started)
             restarts += 1
             delay = self._backoff.delay(crashes)
             log.warning("%s", restart_line(self._name, code, delay, restarts))
+            _stop_leftovers(self._name)
             if not self._wait(delay):
                 return 0
 

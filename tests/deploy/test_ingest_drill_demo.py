@@ -16,7 +16,7 @@ from tests.servers import MISSING
 
 
 @pytest.mark.skipif(bool(MISSING), reason=f"the drill pages through them; not installed: {MISSING}")
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 def test_a_killed_ingest_driver_pages_from_the_demo_and_comes_back(
     tmp_path: Path,
     marker: str,  # noqa: F811

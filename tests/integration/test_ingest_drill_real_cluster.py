@@ -40,7 +40,7 @@ def topic(real_kafka_bootstrap: str) -> Iterator[str]:
 
 
 @pytest.mark.skipif(bool(MISSING), reason=f"the drill pages through them; not installed: {MISSING}")
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 def test_a_killed_ingest_driver_pages_from_the_stack_on_a_real_cluster_and_comes_back(
     real_kafka_bootstrap: str,
     topic: str,
