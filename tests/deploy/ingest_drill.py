@@ -44,7 +44,7 @@ ALERT_FOR = "15s"  # IngestQueryDown's `for:` in the drill (5m in production)
 STOP_TIMEOUT = 120.0
 # Every component healthy and a first batch stored: about a minute, but on a 2-core machine under
 # a load of 25 Spark took 2.5 minutes to start and its first run failed (a Python worker timed out).
-START_DEADLINE = 480.0
+START_DEADLINE = 600.0
 PAGE_DEADLINE = 120.0  # kill -> page, the job kept down (for: 15 s + scrapes + group_wait)
 BACK_DEADLINE = 360.0  # page -> the job running and storing again (backoff up to 30 s + Spark)
 WATCHED = ("prometheus", "alertmanager", "exporter", "dashboard", "receiver")

@@ -300,3 +300,39 @@ def test_a_wrapper_whose_component_died_of_sigkill_during_the_stop_dies_of_it_to
     """SIGKILL's handler cannot be set: the wrapper still ends as its component did."""
     code = "from launcher.keep_running import exit_like; exit_like(-9)"
     assert subprocess.run([sys.executable, "-c", code], timeout=10).returncode == -signal.SIGKILL
+
+
+def test_a_component_down_on_its_configuration_leaves_the_rest_of_the_stack_running(
+    tmp_path: Path,
+) -> None:
+    """Under the supervisor: the line says so, the other component runs on until SIGTERM stops
+    everything, and vigia-stack's exit status says that not everything stopped cleanly."""
+    script = tmp_path / "invalid.py"
+    script.write_text("import sys\nsys.exit(2)\n")
+    argv = (sys.executable, "-m", "launcher.keep_running", "--name", "ingest", "--")
+    ingest = plan.Process(
+        name="ingest", argv=(*argv, sys.executable, str(script)), port=1, health_path="/"
+    )
+    other = plan.Process(name="other", argv=("sleep", "30"), port=2, health_path="/")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    output = io.StringIO()
+    down = "ingest exited with code 2 (invalid configuration): not starting it again"
+
+    def sigterm_once_down() -> None:
+        log = logs / "ingest.log"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (log.exists() and down in log.read_text()):
+            time.sleep(0.1)
+        time.sleep(1)  # the down component's wrapper is still running: nothing was stopped
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=sigterm_once_down, daemon=True).start()
+    code = supervisor.run(
+        [ingest, other], listen_address="127.0.0.1", log_dir=logs, stop_timeout=5, output=output
+    )
+    text = output.getvalue()
+    assert down in text, text
+    assert code == 128 + signal.SIGTERM, text
+    assert text.index(down) < text.index("SIGTERM received") < text.index("other stopped"), text
+    assert "ingest stopped (rc=2)" in text, text
