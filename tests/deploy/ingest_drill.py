@@ -282,6 +282,9 @@ def run_drill(stack: Stack, produce: Callable[[], int], title: str) -> Timeline:
     start = time.monotonic()
     timeline.mark(f"kill -9 of the ingest driver (pid {driver})", 0.0)
 
+    def since_kill() -> float:
+        return time.monotonic() - start
+
     def keep_down_until_paged() -> bool:
         """Kills every run that comes back until the page is at the receiver."""
         now = time.monotonic() - start
@@ -311,7 +314,6 @@ def run_drill(stack: Stack, produce: Callable[[], int], title: str) -> Timeline:
 
     def recovered() -> bool:
         """Marks each step of the recovery as it happens; true once all have."""
-        now = time.monotonic() - start
         steps = [
             "'ingest running again' logged (its /metrics answers)",
             "the job back: vigia_ingest_query_active 1",
@@ -319,15 +321,15 @@ def run_drill(stack: Stack, produce: Callable[[], int], title: str) -> Timeline:
             "IngestQueryDown resolved at the receiver",
         ]
         if re.search(r"ingest running again \(http://\S+ answers\)", stack.text()):
-            timeline.mark(steps[0], now)
+            timeline.mark(steps[0], since_kill())
         if not produced and stack.ingest_metric("vigia_ingest_query_active") == 1:
-            timeline.mark(steps[1], now)
+            timeline.mark(steps[1], since_kill())
             produced.append((stack.ingest_metric("vigia_ingest_valid_rows_total") or 0, produce()))
         stored = stack.ingest_metric("vigia_ingest_valid_rows_total") or 0
         if produced and stored >= sum(produced[0]):
-            timeline.mark(steps[2], now)
+            timeline.mark(steps[2], since_kill())
         if len(stack.receiver_lines("resolved", "IngestQueryDown")) > pages:
-            timeline.mark(steps[3], now)
+            timeline.mark(steps[3], since_kill())
         check_watched()
         return all(step in timeline.events for step in steps)
 
