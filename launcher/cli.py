@@ -34,9 +34,12 @@ DESCRIPTION = """\
 Start the Vigía processes against an existing Kafka cluster, without Docker: the exporter, the
 ingest job, the Dash app, optionally the HES simulator, and Prometheus and Alertmanager with the
 repository's config when their binaries are installed. Output is shown with a name prefix and also
-written to RUN_DIR/logs/<component>.log. Ctrl-C or SIGTERM stops every process (SIGKILL after
---stop-timeout). A crashed exporter or Dash app is started again (a line says so); when any other
-process exits, or those two exit cleanly or with code 2, the others are stopped too."""
+written to RUN_DIR/logs/<component>.log. Only Ctrl-C or SIGTERM stops the stack (SIGKILL after
+--stop-timeout): a component that dies never stops the others, so Prometheus and Alertmanager stay
+up to page about it. A crashed component (killed by a signal, an exit code other than 0 and 2) is
+started again after 1 s, doubling to 30 s while it keeps crashing, with a line when it exits and
+one when it runs again; one that exits with code 2 (invalid configuration), or exits cleanly on its
+own, stays down with a line saying so while the rest runs on."""
 
 EPILOG = """\
 components:
@@ -80,10 +83,18 @@ environment:
   reaches the components through their own VIGIA_* variables, which are passed on unchanged
   (e.g. VIGIA_KAFKA_OPTIONS for SASL/SSL, VIGIA_PROBE_TOPIC, VIGIA_SIMULATE_RATE).
 
+restarts (launcher/keep_running.py runs every component; one line per change):
+  ingest exited with code 1; starting again in 4 s (restart 3)
+      a crash: waits 1 s, 2, 4, ... up to 30 s, and 1 s again after a run of a minute; what
+      the run left in its process group (the ingest job's Spark JVM) is stopped first
+  ingest running again (http://127.0.0.1:9310/metrics answers)
+  ingest exited with code 2 (invalid configuration): not starting it again; ...
+      stays down, and the rest runs on (IngestQueryDown pages after 5 minutes)
+
 exit status:
-  0 after Ctrl-C or SIGTERM once every component stopped cleanly (130 / 143 if one did not);
-  2 for invalid configuration (one line says why); otherwise the exit code of the first process
-  that stopped.
+  0 after Ctrl-C or SIGTERM once every component stopped cleanly (130 / 143 if one did not, or
+  one stayed down on invalid configuration); 2 for invalid configuration of vigia-stack itself
+  (one line says why).
 
 demo (`make demo`):
   --demo runs everything on this machine without Kafka: librdkafka's mock cluster (3 brokers, in

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from launcher import spark_cluster
@@ -41,12 +41,6 @@ MODULES = {
     "receiver": "launcher.receiver",
     "heartbeat": "launcher.heartbeat",
 }
-# Started again by launcher/keep_running.py when they crash, as compose restarts them, instead of
-# taking the stack down with them: single processes that leave nothing behind, whose next run
-# starts afresh. Not the ingest job: a crashed job can leave its Spark JVM and Python workers
-# running on its exactly-once checkpoint, and only the supervisor's stop (supervisor.py) ends them
-# in order. Not the simulator: it writes test traffic into `measure`.
-KEEP_RUNNING = frozenset({"exporter", "dashboard"})
 
 
 @dataclass(frozen=True)
@@ -207,12 +201,15 @@ def _spark_cluster(s: Settings) -> list[Process]:
         ),
     ]
     return [
-        Process(
-            name=d.name,
-            argv=("env", *(f"{k}={v}" for k, v in d.env.items()), *d.argv),
-            port=d.ui_port,
-            health_path="/json/",
-            stop_last=True,
+        _kept_running(
+            s,
+            Process(
+                name=d.name,
+                argv=("env", *(f"{k}={v}" for k, v in d.env.items()), *d.argv),
+                port=d.ui_port,
+                health_path="/json/",
+                stop_last=True,
+            ),
         )
         for d in daemons
     ]
@@ -300,9 +297,17 @@ def _process(s: Settings, name: str) -> Process:
         raise PlanError(f"unknown component {name}")
     if name == "ingest" and s.spark_workers > 0:  # the driver binds loopback like the cluster
         argv = ("env", f"SPARK_LOCAL_IP={client_host(address)}", *argv)
-    if name in KEEP_RUNNING:
-        argv = (s.python, "-m", "launcher.keep_running", "--name", name, "--", *argv)
-    return Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
+    return _kept_running(
+        s, Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
+    )
+
+
+def _kept_running(s: Settings, process: Process) -> Process:
+    """The process under launcher/keep_running.py, which starts it again when it crashes instead of
+    letting its end stop the stack: whatever dies, Prometheus and Alertmanager stay to say so."""
+    health = f"http://{client_host(s.listen_address)}:{process.port}{process.health_path}"
+    wrapper = (s.python, "-m", "launcher.keep_running", "--name", process.name)
+    return replace(process, argv=(*wrapper, "--health-url", health, "--", *process.argv))
 
 
 def _spark_master(s: Settings) -> tuple[str, ...]:

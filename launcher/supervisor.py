@@ -1,15 +1,16 @@
 """Runs the planned processes under honcho and copies each one's output into the run directory.
 
 honcho starts every command in its own session (process group) and relays output with a name
-prefix. On SIGINT/SIGTERM, or when any process exits, the others are stopped the way a service
-manager stops a service (systemd's KillMode=mixed): SIGTERM to each component's own process, then
-SIGKILL to each whole process group still running after the stop timeout. The component stops its
-children itself: the ingest job ends its query and then its Spark JVM; a SIGTERM to the whole group
-(honcho's way) would kill that JVM under the job's feet. The group SIGKILL still reaches every
-grandchild of a component that does not stop.
+prefix. On SIGINT/SIGTERM (or should a process exit anyway), the others are stopped the way a
+service manager stops a service (systemd's KillMode=mixed): SIGTERM to each component's own
+process, then SIGKILL to each whole process group still running after the stop timeout. The
+component stops its children itself: the ingest job ends its query and then its Spark JVM; a
+SIGTERM to the whole group (honcho's way) would kill that JVM under the job's feet. The group
+SIGKILL still reaches every grandchild of a component that does not stop.
 
-The exporter and the Dash app run under launcher/keep_running.py, which starts them again after a
-crash: only a stop or a configuration error ends that process, and with it the stack.
+Every component runs under launcher/keep_running.py, which starts it again after a crash and keeps
+it down after a configuration error: only a stop asked for ends that process, so the stack stops
+only on SIGINT/SIGTERM, never because a component died.
 """
 
 from __future__ import annotations

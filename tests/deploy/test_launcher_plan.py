@@ -97,6 +97,8 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
         "launcher.keep_running",
         "--name",
         "exporter",
+        "--health-url",
+        "http://127.0.0.1:9308/healthz",
         "--",
         "/venv/py",
         "-m",
@@ -110,28 +112,40 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
         "--port",
         "9308",
     )
-    ingest = processes["ingest"].argv
+    ingest = own_command(processes["ingest"])
     assert ingest[:4] == ("/venv/py", "-m", "ingest.cli", "run")
     assert ingest[ingest.index("--checkpoint") + 1] == str(tmp_path / "checkpoints" / "ingest")
     assert ingest[ingest.index("--metrics-port") + 1] == "9310"
-    assert processes["simulator"].argv[2:4] == ("ingest.simulator.cli", "live")
-    dashboard = processes["dashboard"].argv
+    assert own_command(processes["simulator"])[2:4] == ("ingest.simulator.cli", "live")
+    dashboard = own_command(processes["dashboard"])
     # Clients of a server bound to 0.0.0.0 reach it on 127.0.0.1.
     assert dashboard[dashboard.index("--prometheus-url") + 1] == "http://127.0.0.1:9090"
     assert dashboard[dashboard.index("--port") + 1] == "18050"
-    assert "--cluster.listen-address=" in processes["alertmanager"].argv
+    assert "--cluster.listen-address=" in own_command(processes["alertmanager"])
     assert processes["prometheus"].health_path == "/-/ready"
     assert plan.procfile([processes["exporter"]]).startswith(
-        "exporter: exec /venv/py -m launcher.keep_running --name exporter -- /venv/py -m exporter"
+        "exporter: exec /venv/py -m launcher.keep_running --name exporter "
+        "--health-url http://127.0.0.1:9308/healthz -- /venv/py -m exporter"
     )
 
 
-def test_only_stateless_servers_are_restarted_after_a_crash(tmp_path: Path) -> None:
-    """The exporter and the Dash app, as compose restarts them; never the ingest job, whose Spark
-    JVM and checkpoint only the supervisor's stop ends in order, nor the simulator's traffic."""
-    processes = plan.build(settings(tmp_path), plan.COMPONENTS)
-    wrapped = {p.name for p in processes if p.argv != own_command(p)}
-    assert wrapped == {"exporter", "dashboard"}
+def test_every_component_runs_under_the_restart_wrapper_with_its_health_url(
+    tmp_path: Path,
+) -> None:
+    """Whatever dies, nothing stops the stack but a stop asked for: Prometheus and Alertmanager
+    stay up to page about the ingest job, the Spark cluster or the simulator."""
+    s = settings(tmp_path, spark_workers=1, spark_home=Path("/py/pyspark"))
+    processes = plan.build(s, plan.COMPONENTS)
+    assert {p.name for p in processes if p.argv != own_command(p)} == {
+        *plan.COMPONENTS,
+        "spark-master",
+        "spark-worker-1",
+    }
+    for process in processes:
+        wrapper = process.argv[: process.argv.index("--")]
+        assert wrapper[wrapper.index("--name") + 1] == process.name
+        url = f"http://127.0.0.1:{process.port}{process.health_path}"
+        assert wrapper[wrapper.index("--health-url") + 1] == url
 
 
 def test_components_run_on_the_launchers_own_interpreter(tmp_path: Path) -> None:
@@ -153,7 +167,7 @@ def test_demo_plan_adds_the_outage_traffic_the_marker_and_the_receiver(tmp_path:
     s = settings(tmp_path, demo=traffic)
     assert plan.choose([], [], [], plan.DEMO_COMPONENTS) == list(plan.COMPONENTS)
     processes = {p.name: p for p in plan.build(s, plan.COMPONENTS)}
-    simulator = processes["simulator"].argv
+    simulator = own_command(processes["simulator"])
     assert simulator[3] == "outage"
     for flag, value in (
         ("--start", traffic.start),
@@ -190,7 +204,7 @@ def test_spark_workers_run_the_ingest_job_on_a_standalone_cluster_of_the_stack(
     master, *workers = (processes[n] for n in cluster)
     # Clients reach a 0.0.0.0 stack on loopback: the cluster binds and advertises that address.
     url = "spark://127.0.0.1:7077"
-    assert master.argv == (
+    assert own_command(master) == (
         "env",
         "SPARK_HOME=/py/pyspark",
         "SPARK_LOCAL_IP=127.0.0.1",
@@ -216,10 +230,10 @@ def test_spark_workers_run_the_ingest_job_on_a_standalone_cluster_of_the_stack(
         assert daemon.health_path == "/json/"
         assert daemon.stop_last  # after the job, which needs its executors to end a batch
     assert not any(p.stop_last for n, p in processes.items() if n not in cluster)
-    ingest = processes["ingest"].argv
+    ingest = own_command(processes["ingest"])
     assert ingest[:5] == ("env", "SPARK_LOCAL_IP=127.0.0.1", *_module_run())
     assert ingest[ingest.index("--spark-master") + 1] == url
-    assert "spark-worker-1: exec env SPARK_HOME=/py/pyspark " in plan.procfile(workers)
+    assert " -- env SPARK_HOME=/py/pyspark " in plan.procfile(workers)
 
 
 def _module_run() -> tuple[str, ...]:
@@ -236,7 +250,7 @@ def test_without_spark_workers_the_job_runs_in_local_mode(tmp_path: Path) -> Non
         assert [p.name for p in processes] == list(components)
         for process in processes:
             assert "--spark-master" not in process.argv
-            assert process.argv[0] != "env"
+            assert own_command(process)[0] != "env"
     with pytest.raises(plan.PlanError, match="needs pyspark"):
         plan.build(settings(tmp_path, spark_workers=1), ["ingest"])
     with pytest.raises(plan.PlanError, match="share a port"):
