@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 import yaml
 
-from launcher.plan import COMPONENTS, DEMO_ONLY
+from launcher.plan import COMPONENTS, NOT_IN_COMPOSE
 from tests.conftest import free_port
 from tests.deploy.compose import (
     COMPOSE_FILE,
@@ -376,7 +376,7 @@ def test_the_ingest_job_runs_on_a_spark_master_and_two_workers_of_one_version() 
 def test_compose_restarts_every_component_as_vigia_stack_does() -> None:
     """Whatever the shared anchor says one day: a crashed component (a segfault in librdkafka, a
     killed ingest driver) comes back under compose as under vigia-stack (keep_running.py)."""
-    for name in set(COMPONENTS) - DEMO_ONLY:
+    for name in set(COMPONENTS) - NOT_IN_COMPOSE:
         assert SERVICES[name].get("restart") == "unless-stopped", name
 
 
