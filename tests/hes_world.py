@@ -66,7 +66,7 @@ class FakeHes:
         return HesReading(newest, dict.fromkeys(days, 0) if count else {}, 0.0001)
 
     def binlog(self) -> tuple[dict[str, str], tuple[BinlogFile, ...]]:
-        return {"binlog_expire_logs_seconds": "0"}, ()
+        return {"binlog_expire_logs_seconds": "0"}, (BinlogFile("binlog.000001", 4),)
 
     def close(self) -> None:
         pass
