@@ -18,10 +18,13 @@ from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from exporter.connect.adapter import ConnectClient
 from exporter.connect.watcher import ConnectWatcher
 from exporter.hes.adapter import HesAdapter
+from exporter.hes.binlog_watch import BinlogWatch
 from exporter.hes.watch import SourceWatcher
 from exporter.kafka.adapter import KafkaAdapter
+from exporter.kafka.connect_offsets import ConnectOffsets
 from exporter.kafka.record_times import RecordTimeReader
 from exporter.kafka.topic_tail import TopicTail
+from exporter.model.binlog import BinlogTracker
 from exporter.model.state import History
 from exporter.probe.runner import ProbeRunner
 from exporter.service import CollectionService
@@ -134,17 +137,33 @@ def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
         settings.connector,
         settings.stall_after,
     )
+    kafka = {**config.kafka_options, "bootstrap.servers": config.bootstrap_servers}
+    binlog = None
+    if settings.offsets_topic:
+        log.info(
+            "binlog margin of connector %s every %g s (its offset from topic %s; at risk under "
+            "%g s)",
+            settings.connector,
+            settings.binlog_interval,
+            settings.offsets_topic,
+            settings.binlog_floor,
+        )
+        binlog = BinlogWatch(
+            ConnectOffsets(settings.offsets_topic, settings.connector, kafka),
+            BinlogTracker(settings.binlog_floor, config.catch_up_window),
+            settings.binlog_interval,
+            config.collection_timeout,
+        )
     return SourceWatcher(
         HesAdapter(settings.hes, config.collection_timeout),
-        TopicTail(
-            settings.topic, {**config.kafka_options, "bootstrap.servers": config.bootstrap_servers}
-        ),
+        TopicTail(settings.topic, kafka),
         settings.interval,
         config.collection_timeout,
         group=settings.group,
         count_interval=settings.count_interval,
         connector=settings.connector,
         stall_after=settings.stall_after,
+        binlog=binlog,
     )
 
 

@@ -15,6 +15,7 @@ from typing import NoReturn, TypeVar
 
 from common.hes import Dsn, DsnError, parse_dsn
 from common.kafka_config import KafkaOptionError, merged
+from exporter.model.binlog import DEFAULT_FLOOR_SECONDS as BINLOG_FLOOR_SECONDS
 from exporter.model.filters import Filters, NameFilter
 from exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
 from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
@@ -28,6 +29,8 @@ DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-
 PROBE_ENABLED_ENV = "VIGIA_PROBE_ENABLED"
 CONNECT_URLS_ENV = "VIGIA_CONNECT_URLS"
 DEFAULT_CONNECT_NAME = "connect"
+# offset.storage.topic of docker/connect/worker-distributed.properties.
+DEFAULT_OFFSETS_TOPIC = "cdc-connect-offsets"
 _CONNECT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 # Kafka's own rule for topic names (org.apache.kafka.common.internals.Topic).
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -53,6 +56,10 @@ class SourceSettings:
     topic: str = "measure"
     connector: str = "hes-measure"
     stall_after: float = DEFAULT_STALL_AFTER
+    # The binlog margin (exporter.model.binlog): Connect's offsets topic ("" = off), how often.
+    offsets_topic: str = DEFAULT_OFFSETS_TOPIC
+    binlog_interval: float = 60.0
+    binlog_floor: float = BINLOG_FLOOR_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +232,24 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "seconds rows the HES wrote may wait without any record reaching --pipeline-topic "
         "before the flow counts as stalled",
     ),
+    "--connect-offsets-topic": (
+        "VIGIA_EXPORTER_CONNECT_OFFSETS_TOPIC",
+        DEFAULT_OFFSETS_TOPIC,
+        "Kafka Connect's offsets topic (the workers' offset.storage.topic), where the binlog "
+        "position of --pipeline-connector is read for the HES binlog margin (with --hes-dsn); "
+        "empty: no binlog margin",
+    ),
+    "--binlog-interval": (
+        "VIGIA_EXPORTER_BINLOG_INTERVAL",
+        "60",
+        "seconds between two looks at the HES's binlog files and expiry and the connector's "
+        "committed offset",
+    ),
+    "--binlog-risk-floor": (
+        "VIGIA_EXPORTER_BINLOG_RISK_FLOOR",
+        f"{BINLOG_FLOOR_SECONDS:g}",
+        "seconds of binlog margin under which a connector that does not catch up is at risk",
+    ),
     "--probe-deadline": (
         "VIGIA_PROBE_DEADLINE",
         "10",
@@ -309,6 +334,9 @@ def parse_config(
         topic=args.pipeline_topic,
         connector=args.pipeline_connector,
         stall_after=_positive(args.stall_after, "--stall-after"),
+        offsets_topic=args.connect_offsets_topic.strip(),
+        binlog_interval=_positive(args.binlog_interval, "--binlog-interval"),
+        binlog_floor=_positive(args.binlog_risk_floor, "--binlog-risk-floor"),
     )
     granularity = Granularity(
         topic_offsets=_choice(Level, args.topic_offsets_granularity, "--topic-offsets-granularity"),

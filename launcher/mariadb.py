@@ -11,7 +11,8 @@ to ``vigia-stack``::
 Roles (least privilege, one password each, random unless given):
 
 - ``writer``: SELECT, INSERT, UPDATE on hes.* (the simulator, standing in for the HES);
-- ``reader``: SELECT on hes.* (the exporter's source watch, ``vigia-ingest completeness``);
+- ``reader``: SELECT on hes.* (the exporter's source watch, ``vigia-ingest completeness``) and
+  BINLOG MONITOR (``SHOW BINARY LOGS``, for the exporter's binlog margin);
 - ``monitor``: what prometheus-mysqld-exporter's default collectors need;
 - ``connect``: what Debezium's MySQL connector needs (the grants of the recorded worker).
 
@@ -51,12 +52,12 @@ USERS: Final[dict[Role, str]] = {
     "monitor": "hes_monitor",
     "connect": "dbz",
 }
-_GRANTS: Final[dict[Role, str]] = {
-    "writer": "SELECT, INSERT, UPDATE ON hes.*",
-    "reader": "SELECT ON hes.*",
-    "monitor": "PROCESS, REPLICATION CLIENT, SLAVE MONITOR, SELECT ON *.*",
+_GRANTS: Final[dict[Role, tuple[str, ...]]] = {
+    "writer": ("SELECT, INSERT, UPDATE ON hes.*",),
+    "reader": ("SELECT ON hes.*", "BINLOG MONITOR ON *.*"),
+    "monitor": ("PROCESS, REPLICATION CLIENT, SLAVE MONITOR, SELECT ON *.*",),
     "connect": (
-        "SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, BINLOG MONITOR ON *.*"
+        "SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, BINLOG MONITOR ON *.*",
     ),
 }
 
@@ -220,7 +221,8 @@ class HesDatabase:
                     cursor.execute(
                         f"ALTER USER {account} IDENTIFIED BY %s", (self.passwords[role],)
                     )
-                    cursor.execute(f"GRANT {_GRANTS[role]} TO {account}")
+                    for grant in _GRANTS[role]:
+                        cursor.execute(f"GRANT {grant} TO {account}")
         finally:
             connection.close()
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from exporter.hes.adapter import HesError
 from exporter.hes.watch import SourceWatcher
 from exporter.kafka.topic_tail import TopicTailError
+from exporter.model.binlog import BinlogFile
 from exporter.model.pipeline_flow import Flow
 from exporter.model.pipeline_hops import HesReading, TopicTailReading
 
@@ -63,6 +64,9 @@ class FakeHes:
             raise HesError("mysql://hes_reader@hes:3306/hes: Can't connect")
         newest = max(self.world.written, default=None)
         return HesReading(newest, dict.fromkeys(days, 0) if count else {}, 0.0001)
+
+    def binlog(self) -> tuple[dict[str, str], tuple[BinlogFile, ...]]:
+        return {"binlog_expire_logs_seconds": "0"}, (BinlogFile("binlog.000001", 4),)
 
     def close(self) -> None:
         pass

@@ -47,6 +47,8 @@ def plan() -> Plan:
             "hes_age": "time() - max(vigia_hes_newest_row_timestamp_seconds)",
             "hes_days": "max by (measure_date) (vigia_hes_day_rows)",
             "hes_connections": "max(mysql_global_status_threads_connected)",
+            "binlog_state": "max by (state) (vigia_hes_binlog_retention_state) == 1",
+            "binlog_margin": "min(vigia_hes_binlog_retention_margin_seconds)",
             "workers": "min by (connect) (kafka_connect_worker_up)",
             "tasks": "max by (connector, task, state) (kafka_connect_task_state) == 1",
             "stalled": "max by (connector, cause) (kafka_connect_connector_stalled) == 1",
@@ -139,9 +141,13 @@ def hes_hop(ctx: PageContext) -> Hop:
         return _not_deployed("hes", "HES database", "--hes-dsn")
     age = scalar(ctx.instant("hes_age"))
     today = _last_day(ctx.instant("hes_days"))
+    binlog, binlog_status = binlog_fact(
+        ctx.instant("binlog_state"), scalar(ctx.instant("binlog_margin"))
+    )
     status = _worst(
         "grey" if up is None else ("green" if up == 1 else "red"),
         _level(age, HES_AGE_AMBER / 2, HES_AGE_AMBER),
+        binlog_status,
     )
     headline = "no data" if up is None else ("database up" if up == 1 else "database down")
     return Hop(
@@ -153,8 +159,24 @@ def hes_hop(ctx: PageContext) -> Hop:
             ("newest row", fmt_seconds(age) + " ago" if age is not None else "–"),
             (f"rows {today[0]}" if today else "rows today", fmt_int(today[1] if today else None)),
             ("connections", fmt_int(scalar(ctx.instant("hes_connections")))),
+            ("binlog kept for", binlog),
         ),
     )
+
+
+def binlog_fact(states: Vector | Unreachable, margin: float | None) -> tuple[str, Status]:
+    """How long the HES keeps the binlog the connector still needs (the exporter's
+    vigia_hes_binlog_retention_*; runbooks HesBinlogRetentionAtRisk, HesBinlogLost)."""
+    state = next((s.labels.get("state") for s in _vector(states)), None)
+    if state == "lost":
+        return "LOST: purged unread", "red"
+    if state == "none":
+        return "forever (no purge)", "green"
+    if state in ("ok", "at_risk") and margin is not None:
+        return f"≥ {fmt_seconds(margin)}" + (" AT RISK" if state == "at_risk" else ""), (
+            "red" if state == "at_risk" else "green"
+        )
+    return "–", "grey"
 
 
 def task_states(v: Vector | Unreachable) -> dict[str, int]:

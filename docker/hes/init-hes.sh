@@ -13,9 +13,11 @@ mysql_as_root <<SQL
 -- The simulator, standing in for the head-end system: writes readings and corrections.
 CREATE USER IF NOT EXISTS 'hes_writer'@'%' IDENTIFIED BY '${HES_WRITER_PASSWORD}';
 GRANT SELECT, INSERT, UPDATE ON hes.* TO 'hes_writer'@'%';
--- The exporter's source watch and the completeness checks: read only.
+-- The exporter's source watch and the completeness checks: read only. REPLICATION CLIENT (BINLOG
+-- MONITOR on MariaDB 10.5+, of which it is an alias) lets the exporter list the binlog files.
 CREATE USER IF NOT EXISTS 'hes_reader'@'%' IDENTIFIED BY '${HES_READER_PASSWORD}';
 GRANT SELECT ON hes.* TO 'hes_reader'@'%';
+GRANT REPLICATION CLIENT ON *.* TO 'hes_reader'@'%';
 -- mysqld_exporter's default collectors.
 CREATE USER IF NOT EXISTS 'hes_monitor'@'%' IDENTIFIED BY '${HES_MONITOR_PASSWORD}' WITH MAX_USER_CONNECTIONS 3;
 GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO 'hes_monitor'@'%';

@@ -17,6 +17,7 @@ and appended to the cached text.
 from __future__ import annotations
 
 from exporter.collectors.base import StateSource
+from exporter.collectors.binlog import BinlogCollector
 from exporter.collectors.cluster import ClusterCollector
 from exporter.collectors.groups import ConsumerGroupCollector
 from exporter.collectors.health import HealthCollector, PaceCollector
@@ -97,9 +98,12 @@ def render_source(source: SourceWatcher | None, state: ExporterState | None) -> 
     probe's, from the source watch's last round and this collection's lag seconds."""
     if source is None:
         return ""
-    return text(
+    hes = text(
         HesCollector(lambda: source.look, lambda: state, source.group, source.topic).collect()
     )
+    if source.binlog is None:
+        return hes
+    return hes + text(BinlogCollector(source.binlog.connector, source.binlog.verdict).collect())
 
 
 def exposition(

@@ -46,6 +46,8 @@ class ConnectorStatus:
     topic_prefix: str | None = None  # Debezium's `server` label on its JMX series
     configured_tasks: int | None = None
     trace: str | None = None
+    # Debezium's schema.history.internal.kafka.topic: the DDL it must replay after a restart.
+    schema_history_topic: str | None = None
 
     @property
     def trace_first_line(self) -> str | None:
@@ -149,6 +151,7 @@ def parse_status(status: Any, info: Any = None) -> ConnectorStatus:
         topic_prefix=_str(config.get("topic.prefix")),
         configured_tasks=configured,
         trace=_str(connector.get("trace")),
+        schema_history_topic=_str(config.get("schema.history.internal.kafka.topic")),
     )
 
 

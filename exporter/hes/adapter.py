@@ -11,6 +11,14 @@ MariaDB 10.11, benchmarks/hes_source.py; MySQL 8.4 plans them on the same indexe
   a range scan of the ``measure_day`` index ("Using where; Using index"), never the rows: linear
   in the two days' rows, 0.4–0.7 µs a row here (0.31–0.52 s for 768,000 rows, so 3–5 s at the
   end of a day for 10,000 meters: 7.68 M rows).
+
+And, for the binlog margin (`exporter.model.binlog`), every ``--binlog-interval``: the server's
+expiry variables and ``SHOW BINARY LOGS``, neither of which touches a table: a few global
+variables, and the binlog index with each closed file opened to read its length (microseconds a
+file; a server keeps tens to hundreds; both servers hold the binlog lock meanwhile). The
+user needs ``BINLOG MONITOR`` on MariaDB 10.5+ (``REPLICATION CLIENT`` there is its alias) or
+``REPLICATION CLIENT`` on MySQL; without it the binlog state is ``unknown`` with the server's
+"Access denied" as the reason.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ from typing import Any
 import pymysql
 
 from common.hes import Dsn, connect, epoch_seconds
+from exporter.model.binlog import VARIABLES_QUERY, BinlogFile, binary_logs
 from exporter.model.pipeline_hops import HesReading
 
 NEWEST_ROW = "SELECT MAX(ts) FROM measure"
+BINARY_LOGS = "SHOW BINARY LOGS"
 DAY_ROWS = "SELECT measure_date, COUNT(*) FROM measure WHERE measure_date IN %s GROUP BY 1"
 
 
@@ -45,23 +55,42 @@ class HesAdapter:
         started = time.monotonic()
         counts: dict[dt.date, int] = {}
         try:
-            if self._connection is None:
-                self._connection = connect(self.dsn, self._timeout)
-            with self._connection.cursor() as cursor:
+            with self._cursor() as cursor:
                 cursor.execute(NEWEST_ROW)
                 (newest,) = cursor.fetchone()
                 if count:
                     cursor.execute(DAY_ROWS, (tuple(days),))
                     counts = {day: int(rows) for day, rows in cursor.fetchall()}
         except pymysql.MySQLError as exc:
-            self.close()
-            reason = exc.args[1] if len(exc.args) > 1 else exc
-            raise HesError(f"{self.dsn.redacted()}: {reason}") from exc
+            raise self._failed(exc) from exc
         return HesReading(
             newest_row_timestamp=None if newest is None else epoch_seconds(newest),
             day_rows={day: counts.get(day, 0) for day in days} if count else {},
             query_seconds=time.monotonic() - started,
         )
+
+    def binlog(self) -> tuple[dict[str, str], tuple[BinlogFile, ...]]:
+        """The server's binlog expiry variables (name → value) and its binlog files, oldest
+        first. A server without a binlog (log_bin OFF) answers SHOW BINARY LOGS with an error."""
+        try:
+            with self._cursor() as cursor:
+                cursor.execute(VARIABLES_QUERY)
+                variables = {str(name): str(value) for name, value in cursor.fetchall()}
+                cursor.execute(BINARY_LOGS)
+                files = binary_logs(cursor.fetchall())
+        except pymysql.MySQLError as exc:
+            raise self._failed(exc) from exc
+        return variables, files
+
+    def _cursor(self) -> Any:
+        if self._connection is None:
+            self._connection = connect(self.dsn, self._timeout)
+        return self._connection.cursor()
+
+    def _failed(self, exc: pymysql.MySQLError) -> HesError:
+        self.close()
+        reason = exc.args[1] if len(exc.args) > 1 else exc
+        return HesError(f"{self.dsn.redacted()}: {reason}")
 
     def close(self) -> None:
         connection, self._connection = self._connection, None

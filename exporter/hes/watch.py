@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from exporter.hes.adapter import HesError
+from exporter.hes.binlog_watch import BinlogReader, BinlogWatch
 from exporter.kafka.topic_tail import TopicTailError
 from exporter.model.pipeline_flow import DEFAULT_STALL_AFTER, STALLED, UNKNOWN, Flow, next_flow
 from exporter.model.pipeline_hops import (
@@ -35,7 +36,7 @@ from exporter.model.pipeline_hops import (
 log = logging.getLogger(__name__)
 
 
-class HesReader(Protocol):
+class HesReader(BinlogReader, Protocol):
     def read(self, days: Sequence[dt.date], count: bool = True) -> HesReading: ...
 
     def close(self) -> None: ...
@@ -61,11 +62,13 @@ class SourceWatcher:
         clock: Callable[[], float] = time.time,
         connector: str = "hes-measure",
         stall_after: float = DEFAULT_STALL_AFTER,
+        binlog: BinlogWatch | None = None,
     ) -> None:
         """`group`: the ingest job's consumer group, whose lag is the kafka_to_store hop;
         `count_interval`: seconds between two counts of the days' rows; `connector`: the Connect
         connector that writes the HES's rows to the topic, whom a stall of the flow is laid to;
-        `stall_after`: seconds rows may be pending without the topic moving."""
+        `stall_after`: seconds rows may be pending without the topic moving; `binlog`: the
+        binlog margin's rounds, run on this thread when due."""
         self._hes = hes
         self._tail = tail
         self.topic = tail.topic
@@ -76,6 +79,7 @@ class SourceWatcher:
         self.stall_after = stall_after
         self._timeout = timeout
         self._clock = clock
+        self.binlog = binlog
         self._look: SourceLook | None = None
         self._flow: Flow | None = None
         self._stalled = False  # as last judged, for one log line per change
@@ -102,6 +106,8 @@ class SourceWatcher:
             self._thread.join(timeout=2 * self._timeout + 1)
         self._hes.close()
         self._tail.close()
+        if self.binlog is not None:
+            self.binlog.close()
 
     def watch_once(self) -> SourceLook:
         now = self._clock()
@@ -136,6 +142,8 @@ class SourceWatcher:
         self._log_changes(self._look, look)
         self._log_flow(flow)
         self._look, self._flow = look, flow
+        if self.binlog is not None and self.binlog.due(now):
+            self.binlog.look(self._hes, now)
         return look
 
     def _run(self) -> None:

@@ -73,6 +73,38 @@ def source_json(source: SourceWatcher | None, state: ExporterState | None) -> di
         "group": source.group,
         "hop_lag_seconds": hop_lags(look, store_lag),
         "flow": flow_json(source),
+        "binlog": binlog_json(source),
+    }
+
+
+def binlog_json(source: SourceWatcher) -> dict[str, Any] | None:
+    """How long the HES keeps the binlog the connector still needs (exporter.model.binlog); None
+    without --connect-offsets-topic."""
+    watch = source.binlog
+    if watch is None:
+        return None
+    v = watch.verdict
+    margin = None if v is None else v.margin
+    expiry = None if v is None else v.expiry
+    return {
+        "connector": watch.connector,
+        "offsets_topic": watch.offsets.topic,
+        "interval_seconds": watch.interval,
+        "floor_seconds": watch.tracker.floor_seconds,
+        "checked_at": None if v is None else v.at,
+        "state": None if v is None else v.state,
+        "reason": None if v is None else v.reason,
+        "file": None if v is None else v.file,
+        "margin": None
+        if margin is None
+        else {"seconds": margin.seconds, "limit": margin.limit, "method": margin.method},
+        "catch_up_seconds": None if v is None else v.catch_up_seconds,
+        "behind_bytes": None if v is None else v.bytes_behind,
+        "drain_bytes_per_second": None if v is None else v.drain_bytes_per_second,
+        "losses": None if v is None else v.losses,
+        "expire_seconds": None if expiry is None else expiry.seconds,
+        "size_limit_bytes": None if expiry is None else expiry.size_bytes,
+        "binlog_size_bytes": None if v is None else v.size_bytes,
     }
 
 

@@ -23,8 +23,10 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter.collectors import render_bytes, render_pace, render_probe, render_source
-from exporter.collectors.text_format import CONTENT_TYPE
+from exporter.collectors.text_format import CONTENT_TYPE, text
+from exporter.config import SourceSettings
 from exporter.connect.collector import CachedExposition, connect_json
+from exporter.connect.schema_history import SchemaHistoryCollector
 from exporter.connect.stall import Pipeline
 from exporter.connect.watcher import ConnectWatcher
 from exporter.hes.watch import SourceWatcher
@@ -120,8 +122,13 @@ def create_app(
             + render_pace(service.interval, service.overrunning)
             + render_source(source, state)
         ).encode("utf-8")
-        connect_text = connect_exposition.get([w.report for w in connect], _pipeline(source))
-        return Response(exposition.get(state) + live + connect_text, media_type=CONTENT_TYPE)
+        reports = [w.report for w in connect]
+        connect_text = connect_exposition.get(reports, _pipeline(source))
+        history = text(SchemaHistoryCollector(reports, state, _pipeline_topic(source)).collect())
+        return Response(
+            exposition.get(state) + live + connect_text + history.encode("utf-8"),
+            media_type=CONTENT_TYPE,
+        )
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -156,6 +163,11 @@ def create_app(
         return _landing(service.state, probe_status)
 
     return app
+
+
+def _pipeline_topic(source: SourceWatcher | None) -> str:
+    """The data topic a schema history topic must be as durable as."""
+    return SourceSettings().topic if source is None else source.topic
 
 
 def _pipeline(source: SourceWatcher | None) -> Pipeline | None:

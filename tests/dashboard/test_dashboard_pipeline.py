@@ -203,3 +203,21 @@ def test_hop_lag_figure_is_valid() -> None:
     page = pipeline.build(context("recovered"))
     graph = page[1].children[2].children[1]
     go.Figure(graph.figure)
+
+
+@pytest.mark.parametrize(
+    ("state", "margin", "text", "status"),
+    [
+        ("ok", 86000.0, "≥ ", "green"),
+        ("at_risk", 1200.0, "AT RISK", "red"),
+        ("lost", 0.0, "LOST", "red"),
+        ("none", None, "forever", "green"),
+        (None, None, "–", "grey"),
+    ],
+)
+def test_the_hes_hop_says_how_long_the_binlog_is_kept(
+    state: str | None, margin: float | None, text: str, status: str
+) -> None:
+    states = [] if state is None else [Sample({"state": state}, 1.0)]
+    fact, colour = pipeline.binlog_fact(states, margin)
+    assert text in fact and colour == status

@@ -72,6 +72,29 @@ def test_source_watch_settings_from_environment_and_flags() -> None:
     assert (source.connector, source.stall_after) == ("x", 60.0)
 
 
+def test_binlog_margin_settings() -> None:
+    source = parse_config([], {}).source
+    assert (source.offsets_topic, source.binlog_interval, source.binlog_floor) == (
+        "cdc-connect-offsets",
+        60.0,
+        21600.0,
+    )
+    env = {
+        "VIGIA_EXPORTER_CONNECT_OFFSETS_TOPIC": "connect-offsets",
+        "VIGIA_EXPORTER_BINLOG_INTERVAL": "30",
+        "VIGIA_EXPORTER_BINLOG_RISK_FLOOR": "3600",
+    }
+    source = parse_config([], env).source
+    assert (source.offsets_topic, source.binlog_interval, source.binlog_floor) == (
+        "connect-offsets",
+        30.0,
+        3600.0,
+    )
+    assert parse_config(["--connect-offsets-topic="], env).source.offsets_topic == ""
+    with pytest.raises(ConfigError, match="--binlog-interval"):
+        parse_config(["--binlog-interval=0"], {})
+
+
 def test_granularity_defaults_environment_and_flags() -> None:
     assert parse_config([], {}).granularity == DEFAULT
     env = {

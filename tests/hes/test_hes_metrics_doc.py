@@ -9,7 +9,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from exporter.collectors import render_source
+from exporter.hes.binlog_watch import BinlogWatch
 from exporter.hes.watch import SourceWatcher
+from exporter.model.binlog import BinlogFile, BinlogTracker, SourceOffset
 from exporter.model.pipeline_hops import HesReading, TopicTailReading
 from tests.metrics_doc import documented, served
 
@@ -20,6 +22,26 @@ NOW = 1_795_500_000.0
 class _Hes:
     def read(self, days: Sequence[dt.date], count: bool = True) -> HesReading:
         return HesReading(NOW - 10, dict.fromkeys(days, 384), 0.01)
+
+    def binlog(self) -> tuple[dict[str, str], tuple[BinlogFile, ...]]:
+        return {"binlog_expire_logs_seconds": "86400"}, FILES
+
+    def close(self) -> None:
+        pass
+
+
+FILES = (BinlogFile("b.000001", 1000), BinlogFile("b.000002", 500))
+
+
+class _Offsets:
+    topic = "cdc-connect-offsets"
+    connector = "hes-measure"
+
+    def __init__(self) -> None:
+        self.offset = SourceOffset("b.000001", 400, NOW - 100)
+
+    def read(self, timeout: float) -> SourceOffset | None:
+        return self.offset
 
     def close(self) -> None:
         pass
@@ -36,10 +58,20 @@ class _Tail:
 
 
 def test_every_source_family_is_documented_with_its_type_and_labels() -> None:
-    watcher = SourceWatcher(_Hes(), _Tail(), interval=60, timeout=5, clock=lambda: NOW)
+    clock = iter([NOW, NOW + 60])
+    offsets = _Offsets()
+    binlog = BinlogWatch(offsets, BinlogTracker(), interval=60, timeout=5)
+    watcher = SourceWatcher(
+        _Hes(), _Tail(), interval=60, timeout=5, clock=lambda: next(clock), binlog=binlog
+    )
+    watcher.watch_once()
+    offsets.offset = SourceOffset("b.000002", 100, NOW + 50)  # draining: a catch-up time
     watcher.watch_once()
     state: Any = SimpleNamespace(max_lag_seconds={("vigia-ingest", "measure"): 3.0})
     code = served([render_source(watcher, state), render_source(None, None)])
+    # Served next to the Connect families: tests/connect/test_schema_history.py compares it.
     doc = documented(PREFIXES)
+    doc.pop("vigia_hes_schema_history_unsafe")
     assert code == doc
     assert {"vigia_hes_up", "vigia_pipeline_hop_lag_seconds"} <= set(doc)
+    assert {"vigia_hes_binlog_catchup_seconds", "vigia_hes_binlog_expire_seconds"} <= set(doc)

@@ -22,7 +22,9 @@ from exporter.connect.collector import render_connect
 from exporter.connect.model import ConnectView, parse_expanded, parse_root
 from exporter.connect.stall import Pipeline
 from exporter.connect.watcher import ConnectReport, next_report
+from exporter.model.binlog import STATES
 from exporter.model.pipeline_flow import MOVING, STALLED, UNKNOWN, Flow
+from exporter.model.schema_history import REASONS
 from tests.connect.recorded import FIXTURES, answer
 from tests.monitoring.history import EXPORTER, Sample, Target, parse_exposition
 
@@ -125,8 +127,37 @@ class HesFeed:
                 self._hes_newest - self._kafka_newest,
             ),
             Sample("vigia_pipeline_hop_lag_seconds", 'hop="kafka_to_store"', 45.0),
+            *self._binlog(state),
         ]
         assert self._report is not None
         verdict = UNKNOWN if state not in DB_UP else MOVING if state in MOVING_ROWS else STALLED
         pipeline = Pipeline("hes-measure", Flow(verdict, t))
         return hes + parse_exposition(render_connect([self._report], pipeline))
+
+    @staticmethod
+    def _binlog(state: str) -> list[Sample]:
+        """The binlog margin as the exporter serves it with a 7-day expiry: the whole expiry
+        ahead while the connector reads the open file, unknown while the database is down; the
+        schema history topic keeps everything. Never at risk, never lost."""
+        c = 'connector="hes-measure"'
+        current = "ok" if state in DB_UP else "unknown"
+        samples = [
+            Sample("vigia_hes_binlog_retention_state", f'{c},state="{s}"', float(s == current))
+            for s in STATES
+        ]
+        samples.append(Sample("vigia_hes_binlog_losses_total", c, 0.0))
+        if current == "ok":
+            samples += [
+                Sample(
+                    "vigia_hes_binlog_retention_margin_seconds",
+                    f'{c},limit="time",method="open_file"',
+                    604800.0,
+                ),
+                Sample("vigia_hes_binlog_catchup_seconds", c, 0.0),
+            ]
+        history = 'connect="connect",connector="hes-measure",topic="cdc-schemahistory-hes"'
+        samples += [
+            Sample("vigia_hes_schema_history_unsafe", f'{history},reason="{r}"', 0.0)
+            for r in REASONS
+        ]
+        return samples
