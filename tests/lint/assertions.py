@@ -28,6 +28,8 @@ ASSERTING_HELPERS = frozenset(
         # integration/test_retention_real_cluster.py: the two halves of one drill
         "_margins_count_down_and_the_group_is_at_risk_before_a_deletion",
         "_the_loss_counted_is_what_was_deleted",
+        # integration/test_connect_real_worker.py: what the exporter serves for one Connect state
+        "_assert_served",
     }
 )
 PYTEST_ASSERTIONS = frozenset({"raises", "warns", "fail"})
