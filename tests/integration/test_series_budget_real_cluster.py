@@ -144,6 +144,11 @@ def test_vigia_at_its_defaults_serves_fewer_series_than_kafka_exporter(
         f"{theirs_kafka.total():,} (kafka_* alone; {series_count(theirs):,} with its runtime's) "
         f"for {c.P} partitions, {c.G} groups"
     )
-    assert dict(theirs_kafka) == _families(c), c
-    assert theirs_kafka.total() == kafka_exporter(c)
+    # kafka_exporter can lose the last series of a scrape: collectChans reads the slice its
+    # receiving goroutine appends to without waiting for that goroutine's last append (seen in
+    # two runs of two: one kafka_consumergroup_lag_sum short). One, and nothing extra.
+    counted = Counter(_families(c))
+    assert sum(counted.values()) == kafka_exporter(c)
+    assert not theirs_kafka - counted, (c, theirs_kafka - counted)
+    assert (counted - theirs_kafka).total() <= 1, (c, counted - theirs_kafka)
     assert series_count(ours) <= theirs_kafka.total()
