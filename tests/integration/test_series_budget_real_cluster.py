@@ -34,8 +34,9 @@ from tests.requirements import require
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kafka_exporter_binary() -> Path:
+    """Asked for before the cluster: without the binary, no cluster is started for nothing."""
     path = Path(os.environ.get(KAFKA_EXPORTER_ENV, "").strip() or "/nonexistent")
     require(
         path.is_file() and os.access(path, os.X_OK),
@@ -110,7 +111,7 @@ def _families(c: Counts) -> dict[str, int]:
 
 
 def test_vigia_at_its_defaults_serves_fewer_series_than_kafka_exporter(
-    kafka_target: KafkaTarget, kafka_exporter_binary: Path, tmp_path: Path
+    kafka_exporter_binary: Path, kafka_target: KafkaTarget, tmp_path: Path
 ) -> None:
     bootstrap = kafka_target.bootstrap
     ours_port, theirs_port = free_port(), free_port()
