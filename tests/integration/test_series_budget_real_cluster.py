@@ -18,7 +18,6 @@ from tests.conftest import free_port
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.test_exporter_series_budget import Counts, kafka_exporter
 from tests.realstack.exporters import (
-    KAFKA_EXPORTER_ENV,
     LAST_COLLECTION,
     exporter_argv,
     kafka_exporter_argv,
@@ -28,6 +27,7 @@ from tests.realstack.exporters import (
     series_count,
     wait_listening,
 )
+from tests.realstack.plugin import KAFKA_EXPORTER_ENV
 from tests.realstack.targets import KafkaTarget
 from tests.requirements import require
 

@@ -15,7 +15,6 @@ import httpx
 
 from tests.realstack.process import LoggedProcess
 
-KAFKA_EXPORTER_ENV = "VIGIA_TEST_KAFKA_EXPORTER"
 LAST_COLLECTION = "vigia_exporter_last_collection_timestamp_seconds"
 
 
