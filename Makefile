@@ -35,11 +35,13 @@ preflight: $(VENV)/.installed
 	@$(VENV)/bin/python -m tests.preflight
 
 # lint-imports checks exporter/'s layers (pyproject.toml); without a cache, because building the
-# import graph takes a second and a cache would be one more folder in the tree.
+# import graph takes a second and a cache would be one more folder in the tree. tests.lint.assertions
+# fails on a test function that asserts nothing (a test that cannot fail).
 lint: $(VENV)/.installed
 	$(VENV)/bin/python -m ruff check .
 	$(VENV)/bin/python -m ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/python -m tests.lint.assertions
 
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/python -m mypy

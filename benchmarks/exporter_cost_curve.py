@@ -45,7 +45,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -60,9 +59,17 @@ from benchmarks.exporter_restarts import PARTITIONS, seed
 from common.logs import setup_logging
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
+from tests.realstack.exporters import (
+    exporter_argv,
+    kafka_exporter_argv,
+    next_collection,
+    running,
+    scrape,
+    series_count,
+    wait_listening,
+)
 from tests.realstack.groups import commit_groups
 from tests.realstack.kafka_cluster import KafkaCluster
-from tests.realstack.process import LoggedProcess
 from tests.realstack.topics import create_topic
 
 log = logging.getLogger("benchmarks.exporter_cost_curve")
@@ -121,19 +128,6 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     """itertools.batched, which Python 3.11 lacks."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def gauge(exposition: str, name: str) -> float | None:
-    """A label-less sample read off its line, without parsing the whole exposition."""
-    prefix = f"\n{name} "
-    at = exposition.find(prefix)
-    if at < 0:
-        return None
-    return float(exposition[at + len(prefix) :].split("\n", 1)[0])
-
-
-def series_count(exposition: str) -> int:
-    return sum(1 for line in exposition.splitlines() if line and not line.startswith("#"))
 
 
 # -- the load -------------------------------------------------------------------------------------
@@ -245,55 +239,6 @@ class AnchorRun:
     requests: dict[str, float] = field(default_factory=dict)  # per scrape, by API
 
 
-@contextmanager
-def running(name: str, argv: Sequence[str], workdir: Path) -> Iterator[LoggedProcess]:
-    """A process of the harness's kind (its own session, output in a log), stopped by its PID."""
-    process = LoggedProcess(name, argv, workdir / f"{name}.log", dict(os.environ))
-    process.launch()
-    try:
-        yield process
-    finally:
-        process.stop(30)
-
-
-def scrape(url: str, timeout: float = 600.0) -> str:
-    """/metrics; kafka_exporter's scrape took 75 s at 2,000 groups on the loaded 2-core machine."""
-    response = httpx.get(f"{url}/metrics", timeout=timeout)
-    response.raise_for_status()
-    return response.text
-
-
-def next_collection(url: str, after: float | None, interval: float, deadline: float) -> str:
-    """The exposition of the first collection that finished after `after` (its timestamp):
-    asked for when it is due, then every second, as few scrapes as can see it."""
-    if after is not None:
-        time.sleep(max(0.0, after + interval - time.time()))
-    while time.monotonic() < deadline:
-        try:
-            text = scrape(url, timeout=30)
-        except (httpx.HTTPError, OSError):
-            text = ""
-        stamp = gauge(text, "vigia_exporter_last_collection_timestamp_seconds")
-        if stamp is not None and (after is None or stamp > after):
-            return text
-        time.sleep(1.0)
-    raise TimeoutError(f"no new collection at {url} before the deadline")
-
-
-def exporter_argv(bootstrap: str, port: int, *extra: str) -> list[str]:
-    """`vigia-exporter` at its defaults but for `extra`, run from this checkout."""
-    return [
-        sys.executable,
-        "-m",
-        "exporter.cli",
-        "--bootstrap-servers",
-        bootstrap,
-        "--port",
-        str(port),
-        *extra,
-    ]
-
-
 def measure_vigia(
     bootstrap: str, jmx: Sequence[str], workdir: Path, warm: int, collections: int
 ) -> VigiaRun:
@@ -346,16 +291,11 @@ def measure_anchor(
 ) -> AnchorRun:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    argv = [
-        str(binary),
-        f"--kafka.server={bootstrap.split(',')[0]}",
-        "--kafka.version=4.0.0",
-        f"--web.listen-address=127.0.0.1:{port}",
-    ]
+    argv = kafka_exporter_argv(binary, bootstrap, port)
     with running("kafka_exporter", argv, workdir) as process:
         pid = process.pid
         assert pid is not None
-        _wait_listening(url)
+        wait_listening(url)
         scrape(url)  # its first scrape refreshes the metadata: not measured
         cpu, took = [], []
         served = request_counts(jmx)
@@ -392,17 +332,6 @@ def request_counts(jmx: Sequence[str]) -> dict[str, float]:
 
 def per_unit(before: dict[str, float], after: dict[str, float], units: int) -> dict[str, float]:
     return {api: (after[api] - before.get(api, 0.0)) / units for api in after}
-
-
-def _wait_listening(url: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=5)
-            return
-        except (httpx.HTTPError, OSError):
-            time.sleep(0.5)
-    raise TimeoutError(f"nothing listens at {url}")
 
 
 # -- the profile (a child process: the benchmark's own threads stay out of it) -------------------

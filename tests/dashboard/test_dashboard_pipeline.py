@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import plotly.graph_objects as go
 import pytest
 
-from dashboard.data import Fetched, Sample, Unreachable, Window
+from dashboard.data import Fetched, Sample, Series, Unreachable, Window
 from dashboard.pages import PAGE_BY_PATH
 from dashboard.views import pipeline
 from dashboard.views.common import PageContext
@@ -199,10 +200,56 @@ def test_moving_or_nothing_to_move_is_no_stall(verdict: str) -> None:
     assert "REST alone" in pipeline.stall_note({"source": None, "connect": []})
 
 
-def test_hop_lag_figure_is_valid() -> None:
-    page = pipeline.build(context("recovered"))
-    graph = page[1].children[2].children[1]
-    go.Figure(graph.figure)
+def _component(tree: Any, id: str) -> Any:
+    """The Dash component with this id anywhere in the page's tree, else None."""
+    if getattr(tree, "id", None) == id:
+        return tree
+    children = tree if isinstance(tree, list) else getattr(tree, "children", None)
+    for child in children if isinstance(children, list) else [children]:
+        if child is not None and not isinstance(child, str):
+            found = _component(child, id)
+            if found is not None:
+                return found
+    return None
+
+
+def _hop_lag_figure(ranged: dict[str, Any]) -> dict[str, Any]:
+    ctx = context("recovered")
+    ctx = replace(ctx, fetched=replace(ctx.fetched, ranged=ranged))
+    figure: dict[str, Any] = _component(pipeline.build(ctx), "fig-pipeline-hop-lag").figure
+    go.Figure(figure)  # plotly accepts it as a figure
+    return figure
+
+
+def test_hop_lag_figure_draws_one_line_per_hop_in_a_readable_unit() -> None:
+    times = (NOW - 30, NOW - 15, NOW)
+    figure = _hop_lag_figure(
+        {
+            "hop_lag": [
+                Series({"hop": "kafka_to_store"}, times, (60.0, 90.0, None)),
+                Series({"hop": "hes_to_kafka"}, times, (30.0, 300.0, 180.0)),
+            ]
+        }
+    )
+    lines = {t["name"]: (t["x"], t["y"]) for t in figure["data"]}
+    ms = [t * 1000 for t in times]
+    # Sorted by hop; the peak, 300 s, is over 2 minutes: minutes on the axis.
+    assert [t["name"] for t in figure["data"]] == ["hes to kafka", "kafka to store"]
+    assert lines["hes to kafka"] == (ms, [0.5, 5.0, 3.0])
+    assert lines["kafka to store"] == (ms, [1.0, 1.5, None])
+    assert figure["layout"]["yaxis"]["title"]["text"] == "minutes"
+    assert figure["layout"]["xaxis"]["type"] == "date"
+    assert figure["layout"]["title"]["text"] == "Hop lag"
+
+
+def test_hop_lag_figure_says_why_it_is_empty() -> None:
+    figure = _hop_lag_figure({"hop_lag": []})
+    assert figure["data"] == []
+    (annotation,) = figure["layout"]["annotations"]
+    assert "no vigia_pipeline_hop_lag_seconds series" in annotation["text"]
+    unreachable = _hop_lag_figure({"hop_lag": Unreachable("Prometheus", "connection refused")})
+    assert unreachable["data"] == []
+    assert "connection refused" in unreachable["layout"]["annotations"][0]["text"]
 
 
 @pytest.mark.parametrize(

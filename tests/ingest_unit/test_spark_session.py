@@ -3,13 +3,16 @@ an activated virtualenv, `python3` on PATH is another one (issue 21: no pyarrow 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+import venv
+from pathlib import Path
 
-import pytest
 from pyspark.sql import SparkSession
 
-from ingest.spark_session import start_session
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
@@ -18,9 +21,38 @@ def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
     assert ran.collect() == [sys.executable]
 
 
-def test_an_interpreter_chosen_by_the_deployment_wins(
-    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/python/bin/python3")
-    assert start_session("vigia-ingest-unit", {}) is spark
-    assert os.environ["PYSPARK_PYTHON"] == "/opt/python/bin/python3"
+# Run in a child process: this session has its own PYSPARK_PYTHON, which Spark reads when the
+# session's context starts, and the folder's shared session must stay as it is.
+_CHILD = """
+import json, sys
+from ingest.spark_session import start_session
+spark = start_session(
+    "vigia-deployment-python", {"spark.master": "local[1]", "spark.ui.enabled": "false"}
+)
+ran = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable).collect()
+print(json.dumps({"workers": ran, "python_exec": spark.sparkContext.pythonExec}))
+spark.stop()
+"""
+
+
+def test_an_interpreter_chosen_by_the_deployment_wins(tmp_path: Path) -> None:
+    """The deployment's interpreter is another installation (a virtualenv of its own, which sees
+    this one's packages through a .pth file); PYSPARK_PYTHON names it."""
+    deployment = tmp_path / "deployment"
+    venv.create(deployment, with_pip=False)
+    (site,) = (deployment / "lib").glob("python3*/site-packages")
+    (site / "vigia-test.pth").write_text("\n".join(sys.path[1:]) + "\n")
+    chosen = str(deployment / "bin" / "python")
+    assert chosen != sys.executable
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        env={**os.environ, "PYSPARK_PYTHON": chosen},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr[-3000:]
+    ran = json.loads(child.stdout.strip().splitlines()[-1])
+    assert ran == {"workers": [chosen], "python_exec": chosen}

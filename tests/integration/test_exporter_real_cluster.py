@@ -370,6 +370,8 @@ def test_deleted_topic_vanishes(
         DEADLINE,
         "the topic to vanish",
     )
+    assert value(exporter.metrics(), "kafka_topic_partitions", topic=name) is None
+    assert name not in {t["name"] for t in exporter.get("/api/v1/cluster").json()["topics"]}
 
 
 def _delete_topic(admin: AdminClient, name: str) -> None:
