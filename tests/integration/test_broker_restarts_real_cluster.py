@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 from tests.exporter.exposition import value
 from tests.exporter.live import Running, wait_for
-from tests.ingest.conftest import backfill, spark, utc_day  # noqa: F401
+from tests.ingest.conftest import backfill, utc_day
 from tests.integration.exporter_watch import (
     COLLECTION_INTERVAL,
     DEADLINE,

@@ -29,7 +29,6 @@ from confluent_kafka.admin import AdminClient
 from common import kafka_config
 from exporter.connect.stall import CAUSES
 from tests.exporter.live import exporter_process, wait_for
-from tests.ingest.conftest import spark  # noqa: F401
 from tests.integration.hes_drill import (
     BATCH,
     DEADLINE,

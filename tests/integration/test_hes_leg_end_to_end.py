@@ -44,7 +44,6 @@ from exporter.model.pipeline_hops import HOPS
 from ingest.schema import MAGNITUDES
 from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
-from tests.ingest.conftest import spark  # noqa: F401
 from tests.integration.hes_drill import every_row_once_in_parquet
 from tests.integration.hes_leg import (
     CONNECT,

@@ -25,7 +25,7 @@ from ingest.job import IngestJob, preflight_kafka
 from ingest.kafka_source.adapter import KafkaAdmin
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS
-from tests.ingest.conftest import backfill, spark, utc_day  # noqa: F401
+from tests.ingest.conftest import backfill, utc_day
 from tests.realstack.topics import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -34,7 +34,7 @@ from ingest.loss_log import loss_dir, read_losses
 from ingest.metrics import IngestMetrics
 from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.exporter.live import wait_for
-from tests.ingest.conftest import backfill, spark, utc_day  # noqa: F401
+from tests.ingest.conftest import backfill, utc_day
 from tests.realstack.topics import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
