@@ -13,7 +13,9 @@ Roles (least privilege, one password each, random unless given):
 - ``writer``: SELECT, INSERT, UPDATE on hes.* (the simulator, standing in for the HES);
 - ``reader``: SELECT on hes.* (the exporter's source watch, ``vigia-ingest completeness``);
 - ``monitor``: what prometheus-mysqld-exporter's default collectors need;
-- ``connect``: what Debezium's MySQL connector needs (the grants of the recorded worker).
+- ``connect``: what Debezium's MySQL connector needs (the grants of the recorded worker), and
+  INSERT on ``hes.debezium_signal`` for its incremental snapshots' watermarks;
+- ``signal``: INSERT on ``hes.debezium_signal`` alone (``vigia-ingest repair``'s signal).
 
 The server reports ``VERSION()`` = 5.7.99-log: Debezium's MySQL connector, against a version
 string containing "MariaDB", resumed at the wrong binlog position after a restart and skipped
@@ -39,25 +41,29 @@ from typing import Any, Final, Literal
 
 import pymysql
 
-from common.hes import TABLE_DDL
+from common.hes import SIGNAL_TABLE, SIGNAL_TABLE_DDL, TABLE_DDL
 from common.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
-Role = Literal["writer", "reader", "monitor", "connect"]
+Role = Literal["writer", "reader", "monitor", "connect", "signal"]
 USERS: Final[dict[Role, str]] = {
     "writer": "hes_writer",
     "reader": "hes_reader",
     "monitor": "hes_monitor",
     "connect": "dbz",
+    "signal": "hes_signal",
 }
-_GRANTS: Final[dict[Role, str]] = {
-    "writer": "SELECT, INSERT, UPDATE ON hes.*",
-    "reader": "SELECT ON hes.*",
-    "monitor": "PROCESS, REPLICATION CLIENT, SLAVE MONITOR, SELECT ON *.*",
+_SIGNAL_INSERT: Final = f"INSERT ON hes.{SIGNAL_TABLE}"
+_GRANTS: Final[dict[Role, tuple[str, ...]]] = {
+    "writer": ("SELECT, INSERT, UPDATE ON hes.*",),
+    "reader": ("SELECT ON hes.*",),
+    "monitor": ("PROCESS, REPLICATION CLIENT, SLAVE MONITOR, SELECT ON *.*",),
     "connect": (
-        "SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, BINLOG MONITOR ON *.*"
+        "SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, BINLOG MONITOR ON *.*",
+        _SIGNAL_INSERT,
     ),
+    "signal": (_SIGNAL_INSERT,),
 }
 
 
@@ -211,6 +217,7 @@ class HesDatabase:
                 cursor.execute("CREATE DATABASE IF NOT EXISTS hes")
                 cursor.execute("USE hes")
                 cursor.execute(TABLE_DDL)
+                cursor.execute(SIGNAL_TABLE_DDL)
                 for role, user in USERS.items():
                     account = f"'{user}'@'{self.host}'"
                     cursor.execute(
@@ -220,7 +227,8 @@ class HesDatabase:
                     cursor.execute(
                         f"ALTER USER {account} IDENTIFIED BY %s", (self.passwords[role],)
                     )
-                    cursor.execute(f"GRANT {_GRANTS[role]} TO {account}")
+                    for grant in _GRANTS[role]:
+                        cursor.execute(f"GRANT {grant} TO {account}")
         finally:
             connection.close()
 
