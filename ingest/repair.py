@@ -16,6 +16,12 @@ When is the day repaired? When the completeness check against the HES finds noth
 data in Parquet is what matters, whatever the connector's snapshot state says. The check runs
 every poll interval until then or until the timeout.
 
+Cost on the HES: Debezium reads the day in chunks of ``incremental.snapshot.chunk.size`` rows
+(8,192 in docker/connect/) in primary-key order, (meter, measure_date, …), with the date as a
+filter: each chunk walks the key range of its meters across every day the table holds, so a
+repair reads about as many index entries as the table has rows between its first and last meter,
+in short transactions, and writes two watermark rows per chunk into the signalling table.
+
 This module is the logic, without I/O: the signal, the decision, the wait. `ingest.repair_cli`
 wires it to the HES, Kafka Connect and Spark.
 """

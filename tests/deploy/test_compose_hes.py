@@ -98,8 +98,11 @@ def test_the_connector_is_the_recorded_one_writing_to_the_ingest_topic() -> None
         "schema.history.internal.kafka.bootstrap.servers": "kafka-1:9092,kafka-2:9092,kafka-3:9092",
         "transforms.route.replacement": "measure",
     }
-    # What `vigia-ingest repair` added: Debezium's signalling table, its events kept out of Kafka,
-    # and which records an incremental snapshot re-delivers (the job drops those it stores).
+    # What `vigia-ingest repair` changed: Debezium's signalling table, its events kept out of
+    # Kafka, and which records an incremental snapshot re-delivers (the job drops those it stores).
+    # No message.key.columns: an incremental snapshot keeps one row per message key in each chunk,
+    # and with the meter as the key it sent one row per meter; the key is the primary key again,
+    # and `keyfield` still makes the meter the Kafka key.
     repair = {
         "signal.enabled.channels": "source",
         "signal.data.collection": "hes.debezium_signal",
@@ -114,7 +117,7 @@ def test_the_connector_is_the_recorded_one_writing_to_the_ingest_topic() -> None
         "predicates.signaltable.pattern": "cdc\\.hes\\.debezium_signal",
         "transforms.unwrap.add.fields": "source.snapshot",
     }
-    dropped = {"database.jdbc.driver", "database.protocol"}
+    dropped = {"database.jdbc.driver", "database.protocol", "message.key.columns"}
     expected = {k: v for k, v in recorded.items() if k not in dropped} | changed | repair
     assert ours == expected
     assert (

@@ -41,7 +41,6 @@ from ingest.repair import EXIT_REPAIRED
 from ingest.repair_cli import SIGNAL_DSN_ENV, main_repair
 from ingest.schema import MAGNITUDES
 from tests.exporter.live import wait_for
-from tests.ingest.conftest import spark  # noqa: F401
 from tests.integration.hes_leg import Key, insert, stored_keys, topic_ends
 from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
 

@@ -4,7 +4,7 @@ Where each target comes from, in order:
 - a user's own systems: VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS (with VIGIA_TEST_KAFKA_BROKER_STOP /
   _START, VIGIA_TEST_KAFKA_SECURED_BOOTSTRAP_SERVERS and VIGIA_TEST_KAFKA_OPTIONS),
   VIGIA_TEST_CONNECT_URL (VIGIA_TEST_CONNECT_JMX_URL), VIGIA_TEST_HES_DSN
-  (VIGIA_TEST_HES_WRITER_DSN, VIGIA_TEST_HES_STOP / _START);
+  (VIGIA_TEST_HES_WRITER_DSN, VIGIA_TEST_HES_SIGNAL_DSN, VIGIA_TEST_HES_STOP / _START);
 - the harness: VIGIA_TEST_KAFKA_HOME (an Apache Kafka distribution) starts a 3-node cluster the
   first time a test asks for Kafka, with other tenants' load on it; VIGIA_TEST_CONNECT_HOME as well
   starts a MariaDB HES and a Connect worker with connector hes-measure the first time a test asks
