@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from tqdm import tqdm
@@ -211,8 +212,18 @@ def main_repair(args: argparse.Namespace, spark: SparkSession | None = None) -> 
             measure_date,
         )
         progress = _Progress(before.missing)
+        last = [before]
+
+        def poll() -> CompletenessReport:
+            # The job publishes files while this reads: a failed read is tried at the next poll.
+            try:
+                last[0] = check()
+            except (AnalysisException, Py4JJavaError) as exc:
+                log.warning("completeness check failed, trying again: %s", str(exc).splitlines()[0])
+            return last[0]
+
         try:
-            waited = wait_until_repaired(check, args.timeout, args.poll_interval, progress)
+            waited = wait_until_repaired(poll, args.timeout, args.poll_interval, progress)
         finally:
             progress.close()
         after = check(args.sample_size)
