@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import random
 import threading
 import time
@@ -48,7 +49,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 log = logging.getLogger(__name__)
 TOPIC = "measure"
-METERS = 8  # 96 periods each, one magnitude: 768 rows, half of them lost
+# 96 periods each, one magnitude: 768 rows, half of them lost. VIGIA_TEST_REPAIR_METERS=1000 makes
+# the drill a measurement of a larger day's repair (96,000 rows).
+METERS = int(os.environ.get("VIGIA_TEST_REPAIR_METERS", "8"))
 DEADLINE = 180
 
 
@@ -96,7 +99,7 @@ def test_a_day_with_a_real_gap_is_repaired_from_the_hes_and_stored_once(
     # A day of its own: no other drill of the session writes it.
     day = dt.date(2001, 1, 1) + dt.timedelta(days=random.randrange(7000))
     keys: list[Key] = [
-        (f"{prefix}{m:02d}", day.isoformat(), p, MAGNITUDES[0])
+        (f"{prefix}{m:04d}", day.isoformat(), p, MAGNITUDES[0])
         for m in range(METERS)
         for p in range(1, 97)
     ]
