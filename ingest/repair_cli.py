@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_URL: Final = "http://127.0.0.1:8083"
 DEFAULT_CONNECTOR: Final = "hes-measure"
-DEFAULT_TIMEOUT: Final = 3600.0
+DEFAULT_TIMEOUT: Final = 10800.0
 DEFAULT_POLL_INTERVAL: Final = 15.0
 SIGNAL_DSN_ENV: Final = "VIGIA_HES_SIGNAL_DSN"
 

@@ -156,7 +156,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (args.connect_url, args.connector, args.timeout) == (
         DEFAULT_CONNECT_URL,
         "hes-measure",
-        3600.0,
+        10800.0,
     )
     assert not args.force
     monkeypatch.setenv("VIGIA_REPAIR_TIMEOUT", "120")
