@@ -34,6 +34,19 @@ TABLE_DDL: Final = """CREATE TABLE IF NOT EXISTS measure (
   KEY measure_day (measure_date)
 ) ENGINE=InnoDB DEFAULT CHARSET=latin1"""
 
+SIGNAL_TABLE: Final = "debezium_signal"
+# Debezium's signalling table (signal.data.collection hes.debezium_signal): `vigia-ingest repair`
+# inserts an execute-snapshot signal, and the connector writes the open / close watermarks of each
+# chunk of an incremental snapshot into it, which is how it orders the chunk's rows against the
+# binlog (MySQL's read-only alternative needs GTIDs MariaDB does not have). Columns as Debezium
+# requires them: id, type, data, in that order.
+SIGNAL_TABLE_DDL: Final = """CREATE TABLE IF NOT EXISTS debezium_signal (
+  id varchar(64) NOT NULL,
+  type varchar(32) NOT NULL,
+  data varchar(2048) DEFAULT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=latin1"""
+
 # A correction is the same key written again with a newer ts: the row keeps the newest reading.
 # VALUES() is deprecated in MySQL 8.0.20+ but still works in 8.4, and it is the only spelling
 # MariaDB knows (it has no `AS new` row alias): one statement for both. Assignments run left to

@@ -1,10 +1,13 @@
-"""`vigia-ingest`: the Kafka → Parquet job (`run`) and the per-day check (`completeness`).
+"""`vigia-ingest`: the Kafka → Parquet job (`run`), the per-day check (`completeness`) and the
+repair of a day found short (`repair`).
 
     vigia-ingest run --bootstrap-servers HOST:9092 --output PATH --quarantine PATH --checkpoint PATH
     vigia-ingest completeness --date 2026-11-20 --output PATH --manifest manifest.json
+    vigia-ingest repair --date 2026-11-20 --output PATH --hes-dsn DSN   (+ VIGIA_HES_SIGNAL_DSN)
 
 Exit codes: 0 done; 1 the job failed (one sentence logged: unreachable cluster, missing topic,
-unwritable path, data loss) or the day is incomplete; 2 invalid configuration or input.
+unwritable path, data loss), the day is incomplete, or still short after a repair; 2 invalid
+configuration or input.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ingest.config import ConfigError, add_run_arguments, config_from_args
 log = logging.getLogger("vigia-ingest")
 
 EXIT_INVALID = 2
-DESCRIPTION = "Kafka → Parquet ingest of smart-meter measures, and per-day completeness."
+DESCRIPTION = "Kafka → Parquet ingest of smart-meter measures, per-day completeness and repair."
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -31,6 +34,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from ingest.completeness import add_completeness_arguments
+    from ingest.repair_cli import add_repair_arguments
 
     parser = _OneLineParser(prog="vigia-ingest", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
@@ -44,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_completeness_arguments(completeness)
     completeness.add_argument("--log-level", default=os.environ.get("VIGIA_LOG_LEVEL", "INFO"))
+    add_repair_arguments(
+        commands.add_parser(
+            "repair", help="bring a day found short back from the HES through the connector"
+        )
+    )
     return parser
 
 
@@ -65,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ingest.job import run_job
 
         return run_job(config)
+
+    if args.command == "repair":
+        from ingest.repair_cli import main_repair
+
+        return main_repair(args)
 
     from ingest.completeness import main_completeness
 

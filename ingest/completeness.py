@@ -407,7 +407,7 @@ def add_completeness_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _source_keys(hes_dsn: str, measure_date: dt.date) -> pa.Table:
+def hes_day_keys(hes_dsn: str, measure_date: dt.date) -> pa.Table:
     from common.hes import DsnError, parse_dsn
     from ingest.hes_source import HesReadError, day_keys
 
@@ -439,7 +439,7 @@ def main_completeness(args: argparse.Namespace, spark: SparkSession | None = Non
     meters: list[str] = []
     try:
         if hes_dsn:
-            source_keys = _source_keys(hes_dsn, measure_date)
+            source_keys = hes_day_keys(hes_dsn, measure_date)
         else:
             meters = load_meters(args.manifest, args.meters_file)
     except InputError as exc:

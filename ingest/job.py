@@ -3,8 +3,9 @@
     Kafka source (vigia-kafka, or Spark's built-in "kafka")
       → transform.parse → transform.classify → observe(per-reason counts, newest TS)
       → transform.slim (the message as received kept on rejected rows only)           [streaming]
-      → foreachBatch: persist; split valid / rejected; dedupe_latest(valid);
-                      ExactlyOnceSink publishes both as batch N                        [per batch]
+      → foreachBatch: persist; split valid / rejected; dedupe_latest(valid); drop rows an
+                      incremental snapshot re-delivered that are already stored
+                      (ingest.redelivery); ExactlyOnceSink publishes both as batch N   [per batch]
 
 Exactly once end to end rests on three things: Spark's offset log fixes each batch's Kafka ranges
 before it runs (a replay reads the same messages); `ingest.sinks.ExactlyOnceSink` makes publishing a
@@ -44,7 +45,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from common.hes import parse_dsn
-from ingest import transform
+from ingest import redelivery, transform
 from ingest.config import IngestConfig
 from ingest.hes_source import DayRowsRefresher
 from ingest.kafka_source import SOURCE_NAME, register
@@ -63,7 +64,7 @@ from ingest.metrics import (
     sample_from_progress,
     utc_today,
 )
-from ingest.schema import KAFKA_SOURCE_COLUMNS, VALID_SCHEMA
+from ingest.schema import KAFKA_SOURCE_COLUMNS, REDELIVERED, VALID_SCHEMA
 from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
 from ingest.spark_health import SparkHealth, executors_url, rest_fetch
 from ingest.spark_session import start_session
@@ -226,12 +227,26 @@ class BatchWriter:
         classified.persist()
         try:
             now = transform.ingested_at(dt.datetime.now(dt.UTC))
-            valid, invalid = transform.split_classified(classified, now)
+            valid, invalid = transform.split_classified(classified, now, (REDELIVERED,))
             before = Observation(f"valid-{batch_id}")
             valid = valid.observe(before, F.count(F.lit(1)).alias("rows"))
             days = day_window(utc_today())
             after = Observation(f"stored-{batch_id}")
-            stored = transform.dedupe_latest(valid).observe(
+            latest = transform.dedupe_latest(valid)
+            redelivered = redelivery.redelivered_dates(classified)
+            if redelivered:
+                stored_keys = redelivery.stored_keys(
+                    classified.sparkSession, self._config.output, redelivered, batch_id
+                )
+                latest = redelivery.without_stored(latest, stored_keys)
+                log.info(
+                    "batch %d re-delivers measures of %s: storing those not stored yet",
+                    batch_id,
+                    ", ".join(d.isoformat() for d in redelivered),
+                )
+            else:
+                latest = latest.drop(REDELIVERED)
+            stored = latest.observe(
                 after,
                 F.count(F.lit(1)).alias("rows"),
                 *(F.count_if(F.col("measure_date") == F.lit(d)).alias(d.isoformat()) for d in days),

@@ -36,6 +36,10 @@ PERIOD_SECONDS: Final = 15 * 60
 
 FIELDS: Final = ("meter", "measure_date", "period", "magnitude", "value", "ts")
 """The JSON object's keys, all required."""
+SNAPSHOT_FIELD: Final = "__source_snapshot"
+"""Optional key the connector adds (ExtractNewRecordState's ``add.fields=source.snapshot``):
+``incremental`` on a row an incremental snapshot read again from the HES (``vigia-ingest
+repair``); absent on messages from elsewhere."""
 
 
 class Reason(StrEnum):
@@ -59,6 +63,7 @@ CORRUPT_RECORD_COLUMN: Final = "_corrupt_record"
 RAW_JSON_SCHEMA: Final = StructType(
     [
         *(StructField(name, StringType(), True) for name in FIELDS),
+        StructField(SNAPSHOT_FIELD, StringType(), True),
         StructField(CORRUPT_RECORD_COLUMN, StringType(), True),
     ]
 )
@@ -72,7 +77,10 @@ TYPED_JSON_SCHEMA: Final = StructType(
         )
         for name in FIELDS
     ]
-    + [StructField(CORRUPT_RECORD_COLUMN, StringType(), True)]
+    + [
+        StructField(SNAPSHOT_FIELD, StringType(), True),
+        StructField(CORRUPT_RECORD_COLUMN, StringType(), True),
+    ]
 )
 """The fields as the wire form writes them (period and value as JSON numbers): cheaper to read
 than text, and a message it cannot read is read again with RAW_JSON_SCHEMA."""
@@ -131,4 +139,7 @@ QUARANTINE_SCHEMA: Final = StructType(
 QUARANTINE_COLUMNS: Final = tuple(QUARANTINE_SCHEMA.fieldNames())
 
 MEASURE_KEY_COLUMNS: Final = ("meter", "measure_date", "period", "magnitude")
+REDELIVERED: Final = "redelivered"
+"""Column of a classified message: true when SNAPSHOT_FIELD says an incremental snapshot read it
+again from the HES (the job stores it only when its key is not stored yet, `ingest.redelivery`)."""
 """One measure; a later message with the same key is a correction."""

@@ -5,7 +5,9 @@ columns of Spark's Kafka source (`ingest.schema.KAFKA_SOURCE_COLUMNS`).
 
     parse(raw)                 the JSON read vectorised (from_json, PERMISSIVE): typed, then as text
                                where the typed read fails
-    classify(parsed)           typed measure columns + `reason` (null when the row is valid)
+    classify(parsed)           typed measure columns, `reason` (null when the row is valid) and
+                               `redelivered` (an incremental snapshot read it again, see
+                               ingest.redelivery)
     slim(classified)           the message as received kept on rejected rows only
     split_classified(df, at)   (valid rows in VALID_COLUMNS, rejected rows in QUARANTINE_COLUMNS),
                                stamped ingested_at (`ingested_at(at)` in a stream's batches)
@@ -52,6 +54,8 @@ from ingest.schema import (
     QUARANTINE_COLUMNS,
     RAW_JSON_SCHEMA,
     REASONS,
+    REDELIVERED,
+    SNAPSHOT_FIELD,
     TYPED_JSON_SCHEMA,
     VALID_COLUMNS,
     Reason,
@@ -127,6 +131,9 @@ def parse(raw: DataFrame) -> DataFrame:
         ).alias("_malformed"),
         F.when(retried, missing("_json")).otherwise(missing("_typed")).alias("_missing"),
         *(field(name) for name in FIELDS),
+        F.when(retried, F.col(f"_json.{SNAPSHOT_FIELD}"))
+        .otherwise(F.col(f"_typed.{SNAPSHOT_FIELD}"))
+        .alias("_snapshot"),
     )
 
 
@@ -161,6 +168,7 @@ def classify(parsed: DataFrame) -> DataFrame:
         *_KAFKA_COLUMNS,
         "_malformed",
         "_missing",
+        F.coalesce(F.col("_snapshot") == "incremental", F.lit(False)).alias(REDELIVERED),
     )
     period, value = F.col("period"), F.col("value")
     failed: dict[Reason, Column] = {
@@ -185,6 +193,7 @@ def classify(parsed: DataFrame) -> DataFrame:
         "raw_key",
         *_KAFKA_COLUMNS,
         reason.alias("reason"),
+        REDELIVERED,
     )
 
 
@@ -213,12 +222,13 @@ def ingested_at(at: dt.datetime) -> Column:
 
 
 def split_classified(
-    classified: DataFrame, at: Column | None = None
+    classified: DataFrame, at: Column | None = None, keep: tuple[str, ...] = ()
 ) -> tuple[DataFrame, DataFrame]:
     """(valid rows as VALID_COLUMNS, rejected rows as QUARANTINE_COLUMNS); ``ingested_at`` is
-    ``at`` (`ingested_at`), or the query's current time."""
+    ``at`` (`ingested_at`), or the query's current time. ``keep``: more columns of the valid rows
+    (after VALID_COLUMNS), such as REDELIVERED."""
     stamp = (at if at is not None else F.current_timestamp()).alias("ingested_at")
-    valid = classified.where(F.col("reason").isNull()).select(*VALID_COLUMNS[:-1], stamp)
+    valid = classified.where(F.col("reason").isNull()).select(*VALID_COLUMNS[:-1], stamp, *keep)
     invalid = classified.where(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS[:-1], stamp)
     return valid, invalid
 
@@ -229,16 +239,18 @@ def split_valid_invalid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 def dedupe_latest(valid: DataFrame) -> DataFrame:
     """One row per (meter, measure_date, period, magnitude): the newest ts; on equal ts the highest
-    Kafka partition, then the highest offset (the message the broker accepted last)."""
+    Kafka partition, then the highest offset (the message the broker accepted last). Columns
+    beyond VALID_COLUMNS (`split_classified`'s ``keep``) come along, after them."""
     # max over a struct compares field by field, so the first three fields decide.
     ordered = ["ts", "kafka_partition", "kafka_offset"]
-    rest = [c for c in VALID_COLUMNS if c not in ordered and c not in MEASURE_KEY_COLUMNS]
+    rest = [c for c in valid.columns if c not in ordered and c not in MEASURE_KEY_COLUMNS]
+    extra = [c for c in valid.columns if c not in VALID_COLUMNS]
     latest = F.max(F.struct(*ordered, *rest)).alias("_latest")
     return (
         valid.groupBy(*MEASURE_KEY_COLUMNS)
         .agg(latest)
         .select(*MEASURE_KEY_COLUMNS, "_latest.*")
-        .select(*VALID_COLUMNS)
+        .select(*VALID_COLUMNS, *extra)
     )
 
 

@@ -14,7 +14,9 @@ Roles (least privilege, one password each, random unless given):
 - ``reader``: SELECT on hes.* (the exporter's source watch, ``vigia-ingest completeness``) and
   BINLOG MONITOR (``SHOW BINARY LOGS``, for the exporter's binlog margin);
 - ``monitor``: what prometheus-mysqld-exporter's default collectors need;
-- ``connect``: what Debezium's MySQL connector needs (the grants of the recorded worker).
+- ``connect``: what Debezium's MySQL connector needs (the grants of the recorded worker), and
+  INSERT on ``hes.debezium_signal`` for its incremental snapshots' watermarks;
+- ``signal``: INSERT on ``hes.debezium_signal`` alone (``vigia-ingest repair``'s signal).
 
 The server reports ``VERSION()`` = 5.7.99-log: Debezium's MySQL connector, against a version
 string containing "MariaDB", resumed at the wrong binlog position after a restart and skipped
@@ -40,25 +42,29 @@ from typing import Any, Final, Literal
 
 import pymysql
 
-from common.hes import TABLE_DDL
+from common.hes import SIGNAL_TABLE, SIGNAL_TABLE_DDL, TABLE_DDL
 from common.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
-Role = Literal["writer", "reader", "monitor", "connect"]
+Role = Literal["writer", "reader", "monitor", "connect", "signal"]
 USERS: Final[dict[Role, str]] = {
     "writer": "hes_writer",
     "reader": "hes_reader",
     "monitor": "hes_monitor",
     "connect": "dbz",
+    "signal": "hes_signal",
 }
+_SIGNAL_INSERT: Final = f"INSERT ON hes.{SIGNAL_TABLE}"
 _GRANTS: Final[dict[Role, tuple[str, ...]]] = {
     "writer": ("SELECT, INSERT, UPDATE ON hes.*",),
     "reader": ("SELECT ON hes.*", "BINLOG MONITOR ON *.*"),
     "monitor": ("PROCESS, REPLICATION CLIENT, SLAVE MONITOR, SELECT ON *.*",),
     "connect": (
         "SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, BINLOG MONITOR ON *.*",
+        _SIGNAL_INSERT,
     ),
+    "signal": (_SIGNAL_INSERT,),
 }
 
 
@@ -212,6 +218,7 @@ class HesDatabase:
                 cursor.execute("CREATE DATABASE IF NOT EXISTS hes")
                 cursor.execute("USE hes")
                 cursor.execute(TABLE_DDL)
+                cursor.execute(SIGNAL_TABLE_DDL)
                 for role, user in USERS.items():
                     account = f"'{user}'@'{self.host}'"
                     cursor.execute(

@@ -4,6 +4,7 @@
 # the environment (.env); the table from schema.sql, the same DDL as common/hes.py.
 set -euo pipefail
 : "${HES_WRITER_PASSWORD:?}" "${HES_READER_PASSWORD:?}" "${HES_MONITOR_PASSWORD:?}" "${HES_CONNECT_PASSWORD:?}"
+: "${HES_SIGNAL_PASSWORD:?}"
 
 mysql_as_root() { mysql --protocol=socket -uroot -p"${MYSQL_ROOT_PASSWORD}" "$@"; }
 
@@ -24,6 +25,11 @@ GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO 'hes_monitor'@'%';
 -- Debezium's MySQL connector: the snapshot, then the binlog.
 CREATE USER IF NOT EXISTS 'dbz'@'%' IDENTIFIED BY '${HES_CONNECT_PASSWORD}';
 GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO 'dbz'@'%';
+-- ...and the watermarks of its incremental snapshots (`vigia-ingest repair`).
+GRANT INSERT ON hes.debezium_signal TO 'dbz'@'%';
+-- vigia-ingest repair: one execute-snapshot signal per repair, nothing else.
+CREATE USER IF NOT EXISTS 'hes_signal'@'%' IDENTIFIED BY '${HES_SIGNAL_PASSWORD}';
+GRANT INSERT ON hes.debezium_signal TO 'hes_signal'@'%';
 SQL
 # MariaDB (10.5+) reads replica status only with SLAVE MONITOR, which MySQL has no name for (there
 # REPLICATION CLIENT covers it): without it mysqld_exporter's replica scraper fails (Error 1227).

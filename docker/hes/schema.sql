@@ -10,3 +10,11 @@ CREATE TABLE IF NOT EXISTS measure (
   KEY measure_ts (ts),
   KEY measure_day (measure_date)
 ) ENGINE=InnoDB DEFAULT CHARSET=latin1;
+-- Debezium's signalling table, as common/hes.py creates it: `vigia-ingest repair` inserts an
+-- execute-snapshot signal, the connector its incremental snapshot's watermarks.
+CREATE TABLE IF NOT EXISTS debezium_signal (
+  id varchar(64) NOT NULL,
+  type varchar(32) NOT NULL,
+  data varchar(2048) DEFAULT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=latin1;

@@ -98,8 +98,28 @@ def test_the_connector_is_the_recorded_one_writing_to_the_ingest_topic() -> None
         "schema.history.internal.kafka.bootstrap.servers": "kafka-1:9092,kafka-2:9092,kafka-3:9092",
         "transforms.route.replacement": "measure",
     }
-    dropped = {"database.jdbc.driver", "database.protocol"}
-    assert ours == {k: v for k, v in recorded.items() if k not in dropped} | changed
+    # What `vigia-ingest repair` changed: Debezium's signalling table, its events kept out of
+    # Kafka, and which records an incremental snapshot re-delivers (the job drops those it stores).
+    # No message.key.columns: an incremental snapshot keeps one row per message key in each chunk,
+    # and with the meter as the key it sent one row per meter; the key is the primary key again,
+    # and `keyfield` still makes the meter the Kafka key.
+    repair = {
+        "signal.enabled.channels": "source",
+        "signal.data.collection": "hes.debezium_signal",
+        "incremental.snapshot.chunk.size": "8192",
+        "transforms": "dropsignal," + recorded["transforms"],
+        "transforms.dropsignal.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.dropsignal.predicate": "signaltable",
+        "predicates": "signaltable",
+        "predicates.signaltable.type": (
+            "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"
+        ),
+        "predicates.signaltable.pattern": "cdc\\.hes\\.debezium_signal",
+        "transforms.unwrap.add.fields": "source.snapshot",
+    }
+    dropped = {"database.jdbc.driver", "database.protocol", "message.key.columns"}
+    expected = {k: v for k, v in recorded.items() if k not in dropped} | changed | repair
+    assert ours == expected
     assert (
         SERVICES["connect"]["environment"]["HES_CONNECT_PASSWORD"]
         == (SERVICES["hes-db"]["environment"]["HES_CONNECT_PASSWORD"])
@@ -307,5 +327,19 @@ def test_the_init_script_creates_the_schema_and_least_privilege_users(tmp_path: 
                 cursor.execute("SHOW SLAVE STATUS")
         finally:
             monitor.close()
+        # `vigia-ingest repair`'s user, as the ingest service has it: a signal row, nothing else.
+        signal_dsn = str(SERVICES["ingest"]["environment"]["VIGIA_HES_SIGNAL_DSN"])
+        signal = connect(
+            parse_dsn(signal_dsn.replace("@hes-db:3306", f"@127.0.0.1:{database.port}")), 10
+        )
+        try:
+            with signal.cursor() as cursor:
+                cursor.execute(
+                    "INSERT INTO debezium_signal (id, type, data) VALUES ('probe', 'log', '{}')"
+                )
+                with pytest.raises(pymysql.err.OperationalError, match="denied"):
+                    cursor.execute("SELECT COUNT(*) FROM measure")
+        finally:
+            signal.close()
     finally:
         database.close()

@@ -17,6 +17,7 @@ COMMANDS = [
     ["vigia-exporter"],
     ["vigia-ingest", "run"],
     ["vigia-ingest", "completeness"],
+    ["vigia-ingest", "repair"],
     ["vigia-simulate", "live"],
     ["vigia-simulate", "backfill"],
     ["vigia-simulate", "outage"],

@@ -4,7 +4,7 @@ Where each target comes from, in order:
 - a user's own systems: VIGIA_TEST_KAFKA_BOOTSTRAP_SERVERS (with VIGIA_TEST_KAFKA_BROKER_STOP /
   _START, VIGIA_TEST_KAFKA_SECURED_BOOTSTRAP_SERVERS and VIGIA_TEST_KAFKA_OPTIONS),
   VIGIA_TEST_CONNECT_URL (VIGIA_TEST_CONNECT_JMX_URL), VIGIA_TEST_HES_DSN
-  (VIGIA_TEST_HES_WRITER_DSN, VIGIA_TEST_HES_STOP / _START);
+  (VIGIA_TEST_HES_WRITER_DSN, VIGIA_TEST_HES_SIGNAL_DSN, VIGIA_TEST_HES_STOP / _START);
 - the harness: VIGIA_TEST_KAFKA_HOME (an Apache Kafka distribution) starts a 3-node cluster the
   first time a test asks for Kafka, with other tenants' load on it; VIGIA_TEST_CONNECT_HOME as well
   starts a MariaDB HES and a Connect worker with connector hes-measure the first time a test asks
@@ -47,6 +47,7 @@ OPTIONS_ENV = "VIGIA_TEST_KAFKA_OPTIONS"
 STOP_ENV, START_ENV = "VIGIA_TEST_KAFKA_BROKER_STOP", "VIGIA_TEST_KAFKA_BROKER_START"
 CONNECT_URL_ENV, CONNECT_JMX_ENV = "VIGIA_TEST_CONNECT_URL", "VIGIA_TEST_CONNECT_JMX_URL"
 HES_DSN_ENV, HES_WRITER_ENV = "VIGIA_TEST_HES_DSN", "VIGIA_TEST_HES_WRITER_DSN"
+HES_SIGNAL_ENV = "VIGIA_TEST_HES_SIGNAL_DSN"
 HES_STOP_ENV, HES_START_ENV = "VIGIA_TEST_HES_STOP", "VIGIA_TEST_HES_START"
 NO_KAFKA = (
     f"no real Kafka: set {KAFKA_HOME_ENV} to an Apache Kafka distribution (the tests start a "
@@ -318,6 +319,7 @@ def hes_target(request: pytest.FixtureRequest) -> HesTarget:
         return HesTarget(
             dsn,
             _env(HES_WRITER_ENV),
+            _env(HES_SIGNAL_ENV),
             shell(stop) if stop else None,
             shell(start) if start else None,
         )
@@ -327,4 +329,4 @@ def hes_target(request: pytest.FixtureRequest) -> HesTarget:
             f"{KAFKA_HOME_ENV} (the tests start one)"
         )
     hes, _ = _harness_connect(request)
-    return HesTarget(hes.dsn("reader"), hes.dsn("writer"), hes.stop, hes.start)
+    return HesTarget(hes.dsn("reader"), hes.dsn("writer"), hes.dsn("signal"), hes.stop, hes.start)

@@ -68,6 +68,7 @@ class ConnectTarget:
 class HesTarget:
     dsn: str  # read-only (the exporter's source watch)
     writer_dsn: str = ""  # may INSERT into hes.measure
+    signal_dsn: str = ""  # may INSERT into hes.debezium_signal (vigia-ingest repair)
     stop: Callable[[], None] | None = None
     start: Callable[[], None] | None = None
 
