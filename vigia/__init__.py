@@ -1,0 +1,1 @@
+"""Vigía: monitoring for a Kafka + Spark smart-meter ingestion pipeline."""
