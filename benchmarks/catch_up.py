@@ -38,10 +38,10 @@ import psutil
 import pyarrow.dataset as ds
 from tqdm import tqdm
 
-from common.logs import setup_logging
-from ingest.schema import MAGNITUDES, PERIODS_PER_DAY
 from tests.ingest.ingest_process import ingest_command
 from tests.rdkafka_mock import ControlledCluster
+from vigia.common.logs import setup_logging
+from vigia.ingest.schema import MAGNITUDES, PERIODS_PER_DAY
 
 log = logging.getLogger("benchmark")
 
@@ -104,7 +104,7 @@ def run_simulator(servers: str, meters: int, day: dt.date) -> float:
         [
             sys.executable,
             "-m",
-            "ingest.simulator.cli",
+            "vigia.ingest.simulator.cli",
             "backfill",
             "--bootstrap-servers",
             servers,

@@ -26,10 +26,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
 from tests.realstack.connect_worker import LOG4J2, ConnectWorker
 from tests.realstack.kafka_cluster import STARTED, KafkaCluster
+from vigia.launcher.mariadb import HesDatabase
 
 WINDOW = 30.0
 LOGGER = re.compile(r"\(([\w.$]+):\d+\)$")

@@ -27,11 +27,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboard.app import create_app
-from dashboard.config import DashboardConfig
-from dashboard.pages import PAGES, POINTS, refresh
-from dashboard.sources import Sources
-from dashboard.views.common import Filters
+from vigia.dashboard.app import create_app
+from vigia.dashboard.config import DashboardConfig
+from vigia.dashboard.pages import PAGES, POINTS, refresh
+from vigia.dashboard.sources import Sources
+from vigia.dashboard.views.common import Filters
 
 BROKERS = 3
 TOPICS = 40

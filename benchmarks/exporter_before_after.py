@@ -46,8 +46,8 @@ from benchmarks.exporter_cost_curve import (
     sizes,
     trickle,
 )
-from common.logs import setup_logging
 from tests.realstack.kafka_cluster import KafkaCluster
+from vigia.common.logs import setup_logging
 
 log = logging.getLogger("exporter_before_after")
 
@@ -77,12 +77,12 @@ def measured(
 
 COLLECT_ONLY = """
 import inspect, sys, time
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.model.filters import Filters
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.model.filters import Filters
 slow = {"slow_phase_interval": 60.0}
 if "slow_phase_interval" not in inspect.signature(KafkaAdapter).parameters:
     slow = {}
-import exporter
+from vigia import exporter
 print(f"exporter from {exporter.__file__}", file=sys.stderr)
 adapter = KafkaAdapter(sys.argv[1], {}, Filters(), **slow)
 spent, failed = [], 0

@@ -41,12 +41,12 @@ from tests.realstack.kafka_cluster import KafkaCluster
 # Runs with PYTHONPATH set to the tree measured.
 MEASURE = """
 import statistics, sys, time
-from exporter.cli import tune_gc
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.kafka.record_times import RecordTimeReader
-from exporter.model import state
-from exporter.model.filters import Filters
-from exporter.model.record_time import RecordBudget
+from vigia.exporter.cli import tune_gc
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.kafka.record_times import RecordTimeReader
+from vigia.exporter.model import state
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.model.record_time import RecordBudget
 
 # The retention step, timed where derive calls it.
 retention_cpu = []

@@ -7,8 +7,8 @@ Starts the harness's real 3-node Kafka 4.0 cluster (tests/realstack), a topic ba
 `--live-groups` of them have a live member (a consumer that polls and never commits). At each size
 it runs, one after the other on the same cluster so that neither's wall time holds the other's CPU:
 
-- one `vigia-exporter` at its defaults (`python -m exporter.cli --bootstrap-servers … --port …`:
-  15 s interval, default granularity, probe on), scraped once per collection as Prometheus would.
+- one `vigia-exporter` at its defaults (`python -m vigia.exporter.cli --bootstrap-servers … --port
+  …`: 15 s interval, default granularity, probe on), scraped once per collection as Prometheus would.
   Its cost is the process's utime+stime (/proc/PID/stat) over `--collections` collections, counted
   by the exporter's own `vigia_exporter_last_collection_timestamp_seconds`, after
   `--warm-collections` (connections, first reads of record times, histories); the scrape that sees
@@ -56,7 +56,6 @@ from tqdm import tqdm
 
 from benchmarks.exporter_collect_real import fill, produce
 from benchmarks.exporter_restarts import PARTITIONS, seed
-from common.logs import setup_logging
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
 from tests.realstack.exporters import (
@@ -71,6 +70,7 @@ from tests.realstack.exporters import (
 from tests.realstack.groups import commit_groups
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.topics import create_topic
+from vigia.common.logs import setup_logging
 
 log = logging.getLogger("benchmarks.exporter_cost_curve")
 T = TypeVar("T")
@@ -343,13 +343,13 @@ def profile_child(bootstrap: str, collections: int) -> None:
     import cProfile
     import pstats
 
-    from exporter.cli import tune_gc
-    from exporter.collectors import render
-    from exporter.kafka.adapter import KafkaAdapter
-    from exporter.kafka.record_times import RecordTimeReader
-    from exporter.model.filters import Filters
-    from exporter.model.record_time import RecordBudget
-    from exporter.model.state import History, derive
+    from vigia.exporter.cli import tune_gc
+    from vigia.exporter.collectors import render
+    from vigia.exporter.kafka.adapter import KafkaAdapter
+    from vigia.exporter.kafka.record_times import RecordTimeReader
+    from vigia.exporter.model.filters import Filters
+    from vigia.exporter.model.record_time import RecordBudget
+    from vigia.exporter.model.state import History, derive
 
     profilers: list[cProfile.Profile] = []
     original_run = threading.Thread.run

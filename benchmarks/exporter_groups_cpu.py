@@ -25,11 +25,11 @@ import statistics
 import time
 
 from benchmarks.group_load import GroupLoad, snapshot, with_record_times
-from common.logs import setup_logging
-from exporter.cli import tune_gc
-from exporter.collectors import render_bytes
-from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
-from exporter.model.state import ExporterState, History, derive
+from vigia.common.logs import setup_logging
+from vigia.exporter.cli import tune_gc
+from vigia.exporter.collectors import render_bytes
+from vigia.exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from vigia.exporter.model.state import ExporterState, History, derive
 
 log = logging.getLogger("benchmarks.exporter_groups_cpu")
 

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from benchmarks.exporter_cost_curve import cpu_by_thread, cpu_seconds, exporter_argv, running
-from common.logs import setup_logging
 from tests.conftest import free_port
 from tests.realstack.kafka_cluster import KafkaCluster
+from vigia.common.logs import setup_logging
 
 PER = 15.0  # seconds: the default collection interval
 VARIANTS: list[list[str]] = [[], ["--no-probe"]]

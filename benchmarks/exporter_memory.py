@@ -31,10 +31,10 @@ import psutil
 
 from benchmarks.exporter_snapshot import _deep_size
 from benchmarks.group_load import GroupLoad, snapshot, with_record_times
-from common.logs import setup_logging
-from exporter.cli import tune_gc
-from exporter.collectors import render_bytes
-from exporter.model.state import ExporterState, History, derive
+from vigia.common.logs import setup_logging
+from vigia.exporter.cli import tune_gc
+from vigia.exporter.collectors import render_bytes
+from vigia.exporter.model.state import ExporterState, History, derive
 
 log = logging.getLogger("benchmarks.exporter_memory")
 MB = 1e6

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.model.filters import Filters
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.model.filters import Filters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.conftest import start_mock_cluster

@@ -38,12 +38,12 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
-from common.logs import setup_logging
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
 from tests.realstack.groups import commit_groups
 from tests.realstack.kafka_cluster import NODES, KafkaCluster
 from tests.realstack.process import LoggedProcess
+from vigia.common.logs import setup_logging
 
 PARTITIONS = 40
 
@@ -161,7 +161,7 @@ def exporter(bootstrap: str, workdir: Path, interval: float) -> Iterator[tuple[s
     argv = [
         sys.executable,
         "-m",
-        "exporter.cli",
+        "vigia.exporter.cli",
         "--bootstrap-servers",
         bootstrap,
         "--port",

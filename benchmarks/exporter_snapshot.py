@@ -37,14 +37,14 @@ from types import FunctionType, MappingProxyType, MethodType, ModuleType
 from typing import Any, TypeVar
 
 from benchmarks.mock_cluster import MockGapsAdmin, MockShape, mock_cluster
-from common.logs import setup_logging
-from exporter.cli import tune_gc
-from exporter.collectors import render, render_probe
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.model.filters import Filters
-from exporter.model.granularity import DEFAULT, FULL, Granularity, Level, Replicas
-from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
-from exporter.model.snapshot import (
+from vigia.common.logs import setup_logging
+from vigia.exporter.cli import tune_gc
+from vigia.exporter.collectors import render, render_probe
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.model.granularity import DEFAULT, FULL, Granularity, Level, Replicas
+from vigia.exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from vigia.exporter.model.snapshot import (
     Broker,
     BrokerLogDirs,
     ClusterSnapshot,
@@ -59,10 +59,10 @@ from exporter.model.snapshot import (
     Topic,
     TopicPartitionRef,
 )
-from exporter.model.state import ExporterState, History, derive
-from exporter.probe.runner import ProbeRunner, ProbeSettings
-from exporter.probe.tracker import LatencyTracker, ProbeStats
-from exporter.web import api
+from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.probe.runner import ProbeRunner, ProbeSettings
+from vigia.exporter.probe.tracker import LatencyTracker, ProbeStats
+from vigia.exporter.web import api
 
 log = logging.getLogger("benchmarks.exporter_snapshot")
 T = TypeVar("T")

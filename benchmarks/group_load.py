@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from benchmarks.exporter_snapshot import healthy_snapshot
-from exporter.model.record_time import DEFAULT_PARTITIONS, lagging_partitions, plan_reads
-from exporter.model.snapshot import (
+from vigia.exporter.model.record_time import DEFAULT_PARTITIONS, lagging_partitions, plan_reads
+from vigia.exporter.model.snapshot import (
     ClusterSnapshot,
     CommittedOffset,
     ConsumerGroup,
@@ -31,7 +31,7 @@ from exporter.model.snapshot import (
     Topic,
     TopicPartitionRef,
 )
-from exporter.model.state import ExporterState
+from vigia.exporter.model.state import ExporterState
 
 START = 1_800_000_000.0
 INTERVAL = 15.0

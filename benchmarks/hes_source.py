@@ -24,12 +24,12 @@ from pathlib import Path
 
 from pymysql.cursors import DictCursor
 
-from common.hes import parse_dsn
-from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
-from ingest.hes_source import day_keys
-from ingest.simulator.cli import main as simulate
-from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
+from vigia.common.hes import parse_dsn
+from vigia.exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
+from vigia.ingest.hes_source import day_keys
+from vigia.ingest.simulator.cli import main as simulate
+from vigia.launcher.mariadb import HesDatabase
 
 
 def main() -> None:

@@ -55,14 +55,14 @@ from benchmarks.catch_up import Run, after_first_batch, run_ingest, run_simulato
 from benchmarks.exporter_cost_curve import chunks, cpu_seconds
 from benchmarks.exporter_restarts import PARTITIONS, seed
 from benchmarks.spark_profile import thread_cpu, thread_report
-from common.logs import setup_logging
-from ingest.kafka_source.adapter import consumer_config
-from ingest.schema import MAGNITUDES, PERIODS_PER_DAY
 from tests.ingest.ingest_process import ingest_command
 from tests.rdkafka_mock import ControlledCluster
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.topics import create_topic
 from tests.spark_standalone import LOOPBACK, standalone_cluster
+from vigia.common.logs import setup_logging
+from vigia.ingest.kafka_source.adapter import consumer_config
+from vigia.ingest.schema import MAGNITUDES, PERIODS_PER_DAY
 
 log = logging.getLogger("benchmark")
 

@@ -48,10 +48,11 @@ from pyspark.sql import functions as F
 from tqdm import tqdm
 
 from benchmarks.spark_profile import jvm_thread_cpu, last_stage_id, stage_report, thread_report
-from common.logs import setup_logging
-from ingest import transform
-from ingest.config import IngestConfig
-from ingest.job import (
+from tests.rdkafka_mock import ControlledCluster
+from vigia.common.logs import setup_logging
+from vigia.ingest import transform
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import (
     BYPASS_PARTIAL_AGGREGATION,
     BatchWriter,
     IngestJob,
@@ -61,10 +62,9 @@ from ingest.job import (
     read_stream,
     start_query,
 )
-from ingest.metrics import IngestMetrics
-from ingest.schema import KAFKA_SOURCE_COLUMNS, MAGNITUDES
-from ingest.sinks import ExactlyOnceSink
-from tests.rdkafka_mock import ControlledCluster
+from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.schema import KAFKA_SOURCE_COLUMNS, MAGNITUDES
+from vigia.ingest.sinks import ExactlyOnceSink
 
 log = logging.getLogger("benchmark")
 

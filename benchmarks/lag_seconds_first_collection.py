@@ -38,11 +38,11 @@ AGE_SECONDS = 3600.0
 # Runs with PYTHONPATH set to the tree measured.
 MEASURE = """
 import sys, time
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.kafka.record_times import RecordTimeReader
-from exporter.model.filters import Filters
-from exporter.model.record_time import RecordBudget
-from exporter.model.state import History, derive
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.kafka.record_times import RecordTimeReader
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.model.record_time import RecordBudget
+from vigia.exporter.model.state import History, derive
 adapter = KafkaAdapter(sys.argv[1], {}, Filters())
 reader = RecordTimeReader(sys.argv[1], {}, RecordBudget())
 history, state = History(), None

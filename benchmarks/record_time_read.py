@@ -18,9 +18,9 @@ import time
 
 from confluent_kafka import Producer
 
-from common.logs import setup_logging
-from exporter.kafka.record_times import RecordTimeReader
-from exporter.model.record_time import RecordBudget
+from vigia.common.logs import setup_logging
+from vigia.exporter.kafka.record_times import RecordTimeReader
+from vigia.exporter.model.record_time import RecordBudget
 
 log = logging.getLogger("benchmarks.record_time_read")
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from common.kafka_errors import (
+from vigia.common.kafka_errors import (
     ACCESS_KINDS,
     NOT_A_TLS_LISTENER,
     TLS,
@@ -43,7 +43,7 @@ from common.kafka_errors import (
     Problem,
     classify,
 )
-from common.librdkafka_log import librdkafka_logger
+from vigia.common.librdkafka_log import librdkafka_logger
 
 _SLICE_SECONDS = 0.5
 _TOPIC_RETRY_SECONDS = 0.5

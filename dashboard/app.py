@@ -12,14 +12,14 @@ from typing import Any
 from dash import MATCH, Dash, Input, Output, State, dcc, html, no_update
 from flask import jsonify
 
-from dashboard import runbooks
-from dashboard.cluster import Cluster
-from dashboard.config import DashboardConfig
-from dashboard.data import Unreachable, scalar
-from dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
-from dashboard.sources import Sources
-from dashboard.views import capacity
-from dashboard.views.common import Filters
+from vigia.dashboard import runbooks
+from vigia.dashboard.cluster import Cluster
+from vigia.dashboard.config import DashboardConfig
+from vigia.dashboard.data import Unreachable, scalar
+from vigia.dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
+from vigia.dashboard.sources import Sources
+from vigia.dashboard.views import capacity
+from vigia.dashboard.views.common import Filters
 
 log = logging.getLogger(__name__)
 

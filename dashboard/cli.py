@@ -6,8 +6,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from common.logs import setup_logging
-from dashboard.config import ConfigError, load_config
+from vigia.common.logs import setup_logging
+from vigia.dashboard.config import ConfigError, load_config
 
 log = logging.getLogger("vigia.dashboard")
 
@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from waitress import serve
 
-    from dashboard.app import create_app
+    from vigia.dashboard.app import create_app
 
     app = create_app(config)
     log.info(

@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 from dash import html
 
-from dashboard.cluster import Cluster, parse_cluster
-from dashboard.data import Fetched, Plan, Unreachable, Window
-from dashboard.views import (
+from vigia.dashboard.cluster import Cluster, parse_cluster
+from vigia.dashboard.data import Fetched, Plan, Unreachable, Window
+from vigia.dashboard.views import (
     alerts,
     brokers,
     capacity,
@@ -23,7 +23,7 @@ from dashboard.views import (
     replication,
     topics,
 )
-from dashboard.views.common import Filters, PageContext
+from vigia.dashboard.views.common import Filters, PageContext
 
 log = logging.getLogger(__name__)
 

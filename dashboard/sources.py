@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from dashboard.config import DashboardConfig
-from dashboard.data import (
+from vigia.dashboard.config import DashboardConfig
+from vigia.dashboard.data import (
     ALERTMANAGER,
     EXPORTER,
     PROMETHEUS,

@@ -13,23 +13,23 @@ from typing import NoReturn
 import uvicorn
 from confluent_kafka import KafkaException
 
-from common.logs import setup_logging
-from exporter.config import PROG, ConfigError, ExporterConfig, parse_config
-from exporter.connect.adapter import ConnectClient
-from exporter.connect.watcher import ConnectWatcher
-from exporter.hes.adapter import HesAdapter
-from exporter.hes.binlog_watch import BinlogWatch
-from exporter.hes.watch import SourceWatcher
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.kafka.connect_offsets import ConnectOffsets
-from exporter.kafka.record_times import RecordTimeReader
-from exporter.kafka.topic_tail import TopicTail
-from exporter.model.binlog import BinlogTracker
-from exporter.model.state import History
-from exporter.probe.runner import ProbeRunner
-from exporter.service import CollectionService
-from exporter.web.app import create_app
-from exporter.web.server import QuietServer
+from vigia.common.logs import setup_logging
+from vigia.exporter.config import PROG, ConfigError, ExporterConfig, parse_config
+from vigia.exporter.connect.adapter import ConnectClient
+from vigia.exporter.connect.watcher import ConnectWatcher
+from vigia.exporter.hes.adapter import HesAdapter
+from vigia.exporter.hes.binlog_watch import BinlogWatch
+from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.kafka.connect_offsets import ConnectOffsets
+from vigia.exporter.kafka.record_times import RecordTimeReader
+from vigia.exporter.kafka.topic_tail import TopicTail
+from vigia.exporter.model.binlog import BinlogTracker
+from vigia.exporter.model.state import History
+from vigia.exporter.probe.runner import ProbeRunner
+from vigia.exporter.service import CollectionService
+from vigia.exporter.web.app import create_app
+from vigia.exporter.web.server import QuietServer
 
 log = logging.getLogger("exporter")
 

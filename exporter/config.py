@@ -13,16 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn, TypeVar
 
-from common.hes import Dsn, DsnError, parse_dsn
-from common.kafka_config import KafkaOptionError, merged
-from exporter.model.binlog import DEFAULT_FLOOR_SECONDS as BINLOG_FLOOR_SECONDS
-from exporter.model.filters import Filters, NameFilter
-from exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
-from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
-from exporter.model.pipeline_flow import DEFAULT_STALL_AFTER
-from exporter.model.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
-from exporter.model.retention import DEFAULT_FLOOR_SECONDS, DEFAULT_WINDOW_SECONDS
-from exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
+from vigia.common.hes import Dsn, DsnError, parse_dsn
+from vigia.common.kafka_config import KafkaOptionError, merged
+from vigia.exporter.model.binlog import DEFAULT_FLOOR_SECONDS as BINLOG_FLOOR_SECONDS
+from vigia.exporter.model.filters import Filters, NameFilter
+from vigia.exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
+from vigia.exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from vigia.exporter.model.pipeline_flow import DEFAULT_STALL_AFTER
+from vigia.exporter.model.record_time import DEFAULT_PARTITIONS, DEFAULT_SECONDS, RecordBudget
+from vigia.exporter.model.retention import DEFAULT_FLOOR_SECONDS, DEFAULT_WINDOW_SECONDS
+from vigia.exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
 
 PROG = "vigia-exporter"
 DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement

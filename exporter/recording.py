@@ -15,10 +15,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from exporter.collectors import exposition
-from exporter.model.granularity import DEFAULT, Granularity
-from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
-from exporter.model.snapshot import (
+from vigia.exporter.collectors import exposition
+from vigia.exporter.model.granularity import DEFAULT, Granularity
+from vigia.exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from vigia.exporter.model.snapshot import (
     CAPABILITIES,
     Broker,
     BrokerLogDirs,
@@ -37,8 +37,8 @@ from exporter.model.snapshot import (
     TopicPartitionRef,
     resolve_controller,
 )
-from exporter.model.state import ExporterState, History, derive
-from exporter.web import api
+from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.web import api
 
 
 class RecordingError(ValueError):

@@ -16,10 +16,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from exporter.model.lag_status import DEFAULT_WINDOW_SIZE
-from exporter.model.snapshot import COLLECTION_PHASE, ClusterSnapshot, PhaseError, empty_snapshot
-from exporter.model.state import ExporterState, History, derive
-from exporter.probe.runner import ProbeRunner
+from vigia.exporter.model.lag_status import DEFAULT_WINDOW_SIZE
+from vigia.exporter.model.snapshot import (
+    COLLECTION_PHASE,
+    ClusterSnapshot,
+    PhaseError,
+    empty_snapshot,
+)
+from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.probe.runner import ProbeRunner
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ import json
 import logging
 from pathlib import Path
 
-from common.logs import setup_logging
 from generator import capacity, consumers, hes, ingest, kafka_cluster, topics
 from generator.render import render
+from vigia.common.logs import setup_logging
 
 OUT_DIR = Path(__file__).resolve().parent / "dashboards"
 BOARDS = (

@@ -18,8 +18,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from common.logs import setup_logging
-from ingest.config import ConfigError, add_run_arguments, config_from_args
+from vigia.common.logs import setup_logging
+from vigia.ingest.config import ConfigError, add_run_arguments, config_from_args
 
 log = logging.getLogger("vigia-ingest")
 
@@ -33,8 +33,8 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest.completeness import add_completeness_arguments
-    from ingest.repair_cli import add_repair_arguments
+    from vigia.ingest.completeness import add_completeness_arguments
+    from vigia.ingest.repair_cli import add_repair_arguments
 
     parser = _OneLineParser(prog="vigia-ingest", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
@@ -71,16 +71,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # py4j logs every callback from the JVM (each batch, each listener event) at INFO.
     logging.getLogger("py4j").setLevel(logging.WARNING)
     if args.command == "run":
-        from ingest.job import run_job
+        from vigia.ingest.job import run_job
 
         return run_job(config)
 
     if args.command == "repair":
-        from ingest.repair_cli import main_repair
+        from vigia.ingest.repair_cli import main_repair
 
         return main_repair(args)
 
-    from ingest.completeness import main_completeness
+    from vigia.ingest.completeness import main_completeness
 
     return main_completeness(args)
 

@@ -48,11 +48,11 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingest.loss_log import loss_dir, read_losses
-from ingest.retention_loss import RetentionLoss, day_loss
-from ingest.schema import MAGNITUDES, PERIODS, PERIODS_PER_DAY
-from ingest.simulator.manifest import load_manifest
-from ingest.spark_session import start_session
+from vigia.ingest.loss_log import loss_dir, read_losses
+from vigia.ingest.retention_loss import RetentionLoss, day_loss
+from vigia.ingest.schema import MAGNITUDES, PERIODS, PERIODS_PER_DAY
+from vigia.ingest.simulator.manifest import load_manifest
+from vigia.ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class CompletenessReport:
     manifest or a meters file) or "hes" (the keys the HES database holds for the day)."""
     lost_to_retention: int = 0
     """Missing measures Kafka may have deleted before the job read them: at most the offsets of
-    `retention_losses` (`ingest.retention_loss`)."""
+    `retention_losses` (`vigia.ingest.retention_loss`)."""
     retention_losses: tuple[RetentionLoss, ...] = ()
     """The ranges the job recorded skipping (``--no-fail-on-data-loss``) that may hold the day."""
 
@@ -408,8 +408,8 @@ def add_completeness_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def hes_day_keys(hes_dsn: str, measure_date: dt.date) -> pa.Table:
-    from common.hes import DsnError, parse_dsn
-    from ingest.hes_source import HesReadError, day_keys
+    from vigia.common.hes import DsnError, parse_dsn
+    from vigia.ingest.hes_source import HesReadError, day_keys
 
     try:
         dsn = parse_dsn(hes_dsn)

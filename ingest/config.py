@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from common import kafka_config
-from common.hes import DsnError, parse_dsn
-from ingest.kafka_source.offsets import OffsetSpecError, StartingOffsets
+from vigia.common import kafka_config
+from vigia.common.hes import DsnError, parse_dsn
+from vigia.ingest.kafka_source.offsets import OffsetSpecError, StartingOffsets
 
 SOURCES: Final = ("python-kafka", "spark-kafka")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pymysql
 import pymysql.cursors
 
-from common.hes import Dsn, connect
+from vigia.common.hes import Dsn, connect
 
 log = logging.getLogger(__name__)
 

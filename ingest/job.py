@@ -44,18 +44,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
-from common.hes import parse_dsn
-from ingest import redelivery, transform
-from ingest.config import IngestConfig
-from ingest.hes_source import DayRowsRefresher
-from ingest.kafka_source import SOURCE_NAME, register
-from ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
-from ingest.kafka_source.counts import summed
-from ingest.kafka_source.retry import RetryObserver
-from ingest.kafka_source.retry_spool import RetrySpool
-from ingest.kafka_source.task_counts import TaskCounts
-from ingest.loss_log import loss_dir
-from ingest.metrics import (
+from vigia.common.hes import parse_dsn
+from vigia.ingest import redelivery, transform
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.hes_source import DayRowsRefresher
+from vigia.ingest.kafka_source import SOURCE_NAME, register
+from vigia.ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
+from vigia.ingest.kafka_source.counts import summed
+from vigia.ingest.kafka_source.retry import RetryObserver
+from vigia.ingest.kafka_source.retry_spool import RetrySpool
+from vigia.ingest.kafka_source.task_counts import TaskCounts
+from vigia.ingest.loss_log import loss_dir
+from vigia.ingest.metrics import (
     BatchWritten,
     IngestListener,
     IngestMetrics,
@@ -64,10 +64,10 @@ from ingest.metrics import (
     sample_from_progress,
     utc_today,
 )
-from ingest.schema import KAFKA_SOURCE_COLUMNS, REDELIVERED, VALID_SCHEMA
-from ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
-from ingest.spark_health import SparkHealth, executors_url, rest_fetch
-from ingest.spark_session import start_session
+from vigia.ingest.schema import KAFKA_SOURCE_COLUMNS, REDELIVERED, VALID_SCHEMA
+from vigia.ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
+from vigia.ingest.spark_health import SparkHealth, executors_url, rest_fetch
+from vigia.ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Final
 
 import pyarrow.fs as pafs
 
-from ingest.retention_loss import RetentionLoss, merged
+from vigia.ingest.retention_loss import RetentionLoss, merged
 
 log = logging.getLogger(__name__)
 

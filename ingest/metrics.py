@@ -35,9 +35,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from ingest.kafka_source.offsets import Offsets, from_json, offsets_behind
-from ingest.schema import MAGNITUDES, PERIODS_PER_DAY, REASONS
-from ingest.transform import OBSERVATION, OBSERVED_NEWEST_TS
+from vigia.ingest.kafka_source.offsets import Offsets, from_json, offsets_behind
+from vigia.ingest.schema import MAGNITUDES, PERIODS_PER_DAY, REASONS
+from vigia.ingest.transform import OBSERVATION, OBSERVED_NEWEST_TS
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from typing import Final
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ingest.schema import MEASURE_KEY_COLUMNS, REDELIVERED
-from ingest.sinks import batch_dir_name
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS, REDELIVERED
+from vigia.ingest.sinks import batch_dir_name
 
 _STORED_SCHEMA: Final = "meter string, period int, magnitude string, measure_date date"
 

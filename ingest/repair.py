@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from ingest.completeness import CompletenessReport
+from vigia.ingest.completeness import CompletenessReport
 
 EXIT_REPAIRED: Final = 0
 EXIT_STILL_SHORT: Final = 1

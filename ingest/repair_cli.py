@@ -28,15 +28,15 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from tqdm import tqdm
 
-from common.hes import DsnError, parse_dsn
-from ingest.completeness import (
+from vigia.common.hes import DsnError, parse_dsn
+from vigia.ingest.completeness import (
     DEFAULT_SAMPLE_SIZE,
     CompletenessReport,
     InputError,
     against_source,
     hes_day_keys,
 )
-from ingest.repair import (
+from vigia.ingest.repair import (
     EXIT_INVALID,
     EXIT_REPAIRED,
     EXIT_STILL_SHORT,
@@ -47,8 +47,8 @@ from ingest.repair import (
     snapshot_signal,
     wait_until_repaired,
 )
-from ingest.repair_io import RepairIoError, send_signal, signal_table
-from ingest.spark_session import start_session
+from vigia.ingest.repair_io import RepairIoError, send_signal, signal_table
+from vigia.ingest.spark_session import start_session
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from typing import Final
 import httpx
 import pymysql
 
-from common.hes import Dsn, connect
-from ingest.repair import Signal
+from vigia.common.hes import Dsn, connect
+from vigia.ingest.repair import Signal
 
 SIGNAL_SETTING: Final = "signal.data.collection"
 

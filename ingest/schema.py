@@ -141,5 +141,6 @@ QUARANTINE_COLUMNS: Final = tuple(QUARANTINE_SCHEMA.fieldNames())
 MEASURE_KEY_COLUMNS: Final = ("meter", "measure_date", "period", "magnitude")
 REDELIVERED: Final = "redelivered"
 """Column of a classified message: true when SNAPSHOT_FIELD says an incremental snapshot read it
-again from the HES (the job stores it only when its key is not stored yet, `ingest.redelivery`)."""
+again from the HES (the job stores it only when its key is not stored yet,
+`vigia.ingest.redelivery`)."""
 """One measure; a later message with the same key is a correction."""

@@ -44,7 +44,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from ingest.schema import (
+from vigia.ingest.schema import (
     CORRUPT_RECORD_COLUMN,
     FIELDS,
     MAGNITUDES,

@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
-from common.logs import setup_logging
-from launcher import console_url, demo, packages, plan, spark_cluster
-from launcher.prometheus_config import localize
-from launcher.supervisor import run
+from vigia.common.logs import setup_logging
+from vigia.launcher import console_url, demo, packages, plan, spark_cluster
+from vigia.launcher.prometheus_config import localize
+from vigia.launcher.supervisor import run
 
 log = logging.getLogger("vigia-stack")
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from launcher import packages, plan
+from vigia.launcher import packages, plan
 
 log = logging.getLogger("vigia-stack")
 
@@ -74,7 +74,7 @@ def forget_previous_cluster(run_dir: Path) -> None:
 
 
 def start_mock_cluster(run_dir: Path) -> subprocess.Popen[bytes]:
-    from exporter.probe.runner import DEFAULT_TOPIC as PROBE_TOPIC
+    from vigia.exporter.probe.runner import DEFAULT_TOPIC as PROBE_TOPIC
 
     (run_dir / BOOTSTRAP_FILE).unlink(missing_ok=True)
     log_file = (run_dir / "logs" / "mock-cluster.log").open("ab")
@@ -83,7 +83,7 @@ def start_mock_cluster(run_dir: Path) -> subprocess.Popen[bytes]:
             [
                 sys.executable,
                 "-m",
-                "launcher.mock_cluster",
+                "vigia.launcher.mock_cluster",
                 "--brokers",
                 str(MOCK_BROKERS),
                 "--topic",

@@ -1,5 +1,5 @@
-"""`python -m launcher.heartbeat`: a dead man's switch for the paging path, for the stack without
-Docker (`vigia-stack` runs it as component `heartbeat`) and the tests.
+"""`python -m vigia.launcher.heartbeat`: a dead man's switch for the paging path, for the stack
+without Docker (`vigia-stack` runs it as component `heartbeat`) and the tests.
 
 Alertmanager's `heartbeat` receiver posts the always-firing Watchdog here every minute. When none
 arrives for --gap seconds, one line "heartbeat missed" is logged (ERROR); when they resume, one line
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from common.logs import setup_logging
-from launcher import heartbeat_watch
-from launcher.heartbeat_watch import Change, State
+from vigia.common.logs import setup_logging
+from vigia.launcher import heartbeat_watch
+from vigia.launcher.heartbeat_watch import Change, State
 
 log = logging.getLogger("vigia.heartbeat")
 
@@ -115,7 +115,7 @@ def _gap(text: str) -> float:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     env = os.environ.get
-    parser = argparse.ArgumentParser(prog="python -m launcher.heartbeat", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m vigia.launcher.heartbeat", description=__doc__)
     parser.add_argument(
         "--listen-address",
         default=env("VIGIA_HEARTBEAT_LISTEN_ADDRESS", "127.0.0.1"),

@@ -1,5 +1,5 @@
-"""`python -m launcher.keep_running --name NAME [--health-url URL] -- COMMAND...`: run COMMAND,
-start it again when it crashes, and end only when asked to stop, as compose's `restart:
+"""`python -m vigia.launcher.keep_running --name NAME [--health-url URL] -- COMMAND...`: run
+COMMAND, start it again when it crashes, and end only when asked to stop, as compose's `restart:
 unless-stopped`.
 
 honcho (launcher/supervisor.py) stops the whole stack when any of its processes exits. Every
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from common.logs import setup_logging
+from vigia.common.logs import setup_logging
 
 log = logging.getLogger("vigia-stack.keep-running")
 
@@ -271,7 +271,7 @@ def exit_like(returncode: int) -> int:
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
-        prog="python -m launcher.keep_running",
+        prog="python -m vigia.launcher.keep_running",
         description="Run COMMAND; start it again when it crashes (see the module docstring).",
         usage="%(prog)s --name NAME [--health-url URL] -- COMMAND [ARG ...]",
     )

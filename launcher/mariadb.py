@@ -42,8 +42,8 @@ from typing import Any, Final, Literal
 
 import pymysql
 
-from common.hes import SIGNAL_TABLE, SIGNAL_TABLE_DDL, TABLE_DDL
-from common.logs import setup_logging
+from vigia.common.hes import SIGNAL_TABLE, SIGNAL_TABLE_DDL, TABLE_DDL
+from vigia.common.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -240,10 +240,12 @@ def _as_root() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m launcher.mariadb --dir DIR --port PORT``: an HES for the no-Docker stack. Writes
-    each role's DSN to DIR/dsn.json (mode 0600, new passwords at every start) and serves until
-    SIGINT / SIGTERM, then shuts MariaDB down cleanly."""
-    parser = argparse.ArgumentParser(prog="python -m launcher.mariadb", description=main.__doc__)
+    """``python -m vigia.launcher.mariadb --dir DIR --port PORT``: an HES for the no-Docker stack.
+    Writes each role's DSN to DIR/dsn.json (mode 0600, new passwords at every start) and serves
+    until SIGINT / SIGTERM, then shuts MariaDB down cleanly."""
+    parser = argparse.ArgumentParser(
+        prog="python -m vigia.launcher.mariadb", description=main.__doc__
+    )
     parser.add_argument("--dir", type=Path, required=True, help="data directory (kept)")
     parser.add_argument("--port", type=int, default=3306, help="TCP port on 127.0.0.1 (3306)")
     args = parser.parse_args(argv)

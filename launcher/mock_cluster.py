@@ -1,4 +1,4 @@
-"""`python -m launcher.mock_cluster`: hosts librdkafka's mock Kafka cluster for `--demo`.
+"""`python -m vigia.launcher.mock_cluster`: hosts librdkafka's mock Kafka cluster for `--demo`.
 
 The mock cluster lives inside a librdkafka handle and dies with the process holding it, so this
 small process only creates it, lays out the demo's topics as a Kafka cluster would have them, writes
@@ -29,8 +29,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from common.logs import setup_logging
-from launcher.rdkafka_mock import MockCluster
+from vigia.common.logs import setup_logging
+from vigia.launcher.rdkafka_mock import MockCluster
 
 log = logging.getLogger("vigia.mock-cluster")
 
@@ -55,7 +55,9 @@ def start(num_brokers: int, topics: Sequence[str]) -> MockCluster:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m launcher.mock_cluster", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m vigia.launcher.mock_cluster", description=__doc__
+    )
     parser.add_argument("--brokers", type=int, default=3, help="number of brokers (3)")
     parser.add_argument("--topic", action="append", default=[], help="topic to create, repeatable")
     parser.add_argument("--bootstrap-file", type=Path, required=True, help="write the address here")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from launcher import spark_cluster
+from vigia.launcher import spark_cluster
 
 # Names match the docker-compose.yml services, so the Prometheus config can be rewritten by name.
 COMPONENTS = (
@@ -34,12 +34,12 @@ DEMO_COMPONENTS = (*DEFAULT_COMPONENTS, "simulator", "receiver")
 # Components are modules of this installation, run by the launcher's own interpreter: a console
 # script found on PATH may belong to another copy of Vigía.
 MODULES = {
-    "exporter": "exporter.cli",
-    "ingest": "ingest.cli",
-    "simulator": "ingest.simulator.cli",
-    "dashboard": "dashboard.cli",
-    "receiver": "launcher.receiver",
-    "heartbeat": "launcher.heartbeat",
+    "exporter": "vigia.exporter.cli",
+    "ingest": "vigia.ingest.cli",
+    "simulator": "vigia.ingest.simulator.cli",
+    "dashboard": "vigia.dashboard.cli",
+    "receiver": "vigia.launcher.receiver",
+    "heartbeat": "vigia.launcher.heartbeat",
 }
 
 
@@ -306,7 +306,7 @@ def _kept_running(s: Settings, process: Process) -> Process:
     """The process under launcher/keep_running.py, which starts it again when it crashes instead of
     letting its end stop the stack: whatever dies, Prometheus and Alertmanager stay to say so."""
     health = f"http://{client_host(s.listen_address)}:{process.port}{process.health_path}"
-    wrapper = (s.python, "-m", "launcher.keep_running", "--name", process.name)
+    wrapper = (s.python, "-m", "vigia.launcher.keep_running", "--name", process.name)
     return replace(process, argv=(*wrapper, "--health-url", health, "--", *process.argv))
 
 

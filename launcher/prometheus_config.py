@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launcher.plan import COMPONENTS, NOT_IN_COMPOSE
+from vigia.launcher.plan import COMPONENTS, NOT_IN_COMPOSE
 
 BROKER_HOST = re.compile(r"kafka-\d+")
 

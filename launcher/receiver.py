@@ -1,4 +1,4 @@
-"""`python -m launcher.receiver`: the demo's stand-in for a pager and a ticketing system.
+"""`python -m vigia.launcher.receiver`: the demo's stand-in for a pager and a ticketing system.
 
 Alertmanager's webhook receivers post here (`/pager`, `/ticket`); every notification becomes one
 log line per alert (status, name, labels, runbook link) and is kept in memory, so
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from common.logs import setup_logging
+from vigia.common.logs import setup_logging
 
 log = logging.getLogger("vigia.receiver")
 
@@ -84,7 +84,7 @@ class _Server(ThreadingHTTPServer):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m launcher.receiver", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m vigia.launcher.receiver", description=__doc__)
     parser.add_argument("--listen-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9097)
     args = parser.parse_args(argv)

@@ -29,7 +29,7 @@ from typing import IO, Any
 import honcho.manager
 from honcho.printer import Message, Printer
 
-from launcher.plan import Process, client_host, command_line
+from vigia.launcher.plan import Process, client_host, command_line
 
 # What a stopped component left behind gets this long to go after SIGTERM.
 LEFTOVER_GRACE_SECONDS = 5.0

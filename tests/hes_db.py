@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from launcher.mariadb import HesDatabase, MariaDBError, binaries
 from tests.conftest import free_port
+from vigia.launcher.mariadb import HesDatabase, MariaDBError, binaries
 
 
 @pytest.fixture(scope="session")

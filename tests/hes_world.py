@@ -8,12 +8,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from exporter.hes.adapter import HesError
-from exporter.hes.watch import SourceWatcher
-from exporter.kafka.topic_tail import TopicTailError
-from exporter.model.binlog import BinlogFile
-from exporter.model.pipeline_flow import Flow
-from exporter.model.pipeline_hops import HesReading, TopicTailReading
+from vigia.exporter.hes.adapter import HesError
+from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.kafka.topic_tail import TopicTailError
+from vigia.exporter.model.binlog import BinlogFile
+from vigia.exporter.model.pipeline_flow import Flow
+from vigia.exporter.model.pipeline_hops import HesReading, TopicTailReading
 
 START = 1_795_483_800.0  # 2026-11-24 01:30 UTC, the recordings' night
 LOOK = 15.0  # --hes-interval

@@ -18,8 +18,6 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from common.logs import setup_logging
-from launcher import packages
 from tests.realstack.kafka_cluster import find_jmx_agent
 from tests.realstack.plugin import (
     BOOTSTRAP_ENV,
@@ -29,6 +27,8 @@ from tests.realstack.plugin import (
     KAFKA_HOME_ENV,
 )
 from tests.requirements import IN_CI
+from vigia.common.logs import setup_logging
+from vigia.launcher import packages
 
 log = logging.getLogger("vigia-preflight")
 

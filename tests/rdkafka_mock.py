@@ -14,7 +14,7 @@ from typing import Final
 
 from confluent_kafka import Producer
 
-from launcher.rdkafka_mock import SIGNATURES, MockCluster, load
+from vigia.launcher.rdkafka_mock import SIGNATURES, MockCluster, load
 
 PRODUCE: Final = 0
 FETCH: Final = 1

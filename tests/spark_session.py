@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from ingest.job import quiet_spark_logs, session_settings
-from ingest.spark_session import start_session
+from vigia.ingest.job import quiet_spark_logs, session_settings
+from vigia.ingest.spark_session import start_session
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from launcher import spark_cluster as spark
 from tests.conftest import free_port
+from vigia.launcher import spark_cluster as spark
 
 LOOPBACK = "127.0.0.1"
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 from dash import html
 
-from dashboard.data import Unreachable
-from dashboard.views.common import card, simple_table
+from vigia.dashboard.data import Unreachable
+from vigia.dashboard.views.common import card, simple_table
 
 Alerts = Sequence[Mapping[str, Any]] | Unreachable | None
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from dash import html
 
-from dashboard.cluster import Cluster, LogDir
-from dashboard.data import Plan, Unreachable
-from dashboard.views.common import (
+from vigia.dashboard.cluster import Cluster, LogDir
+from vigia.dashboard.data import Plan, Unreachable
+from vigia.dashboard.views.common import (
     NOT_AVAILABLE,
     Figure,
     Filters,

@@ -10,10 +10,10 @@ from typing import Any
 
 from dash import dcc, html
 
-from dashboard.cluster import Cluster, Topic
-from dashboard.data import Plan, Unreachable, Vector
-from dashboard.sizing import SizingError, SizingInputs, SizingResult, size_cluster
-from dashboard.views.common import (
+from vigia.dashboard.cluster import Cluster, Topic
+from vigia.dashboard.data import Plan, Unreachable, Vector
+from vigia.dashboard.sizing import SizingError, SizingInputs, SizingResult, size_cluster
+from vigia.dashboard.views.common import (
     Filters,
     PageContext,
     bar_figure,

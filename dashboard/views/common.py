@@ -15,8 +15,8 @@ from typing import Any, Literal
 import dash_ag_grid as dag
 from dash import dcc, html
 
-from dashboard.cluster import Cluster
-from dashboard.data import Fetched, Matrix, Unreachable, Vector, Window
+from vigia.dashboard.cluster import Cluster
+from vigia.dashboard.data import Fetched, Matrix, Unreachable, Vector, Window
 
 Figure = dict[str, Any]
 Status = Literal["green", "amber", "red", "grey"]

@@ -7,9 +7,9 @@ from typing import Any
 
 from dash import html
 
-from dashboard.cluster import Cluster, Group, GroupPartition
-from dashboard.data import Matrix, Plan, Unreachable
-from dashboard.views.common import (
+from vigia.dashboard.cluster import Cluster, Group, GroupPartition
+from vigia.dashboard.data import Matrix, Plan, Unreachable
+from vigia.dashboard.views.common import (
     PALETTE,
     Filters,
     PageContext,

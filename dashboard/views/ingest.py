@@ -8,8 +8,8 @@ from typing import Any
 
 from dash import html
 
-from dashboard.data import Plan, Unreachable, Vector, by_label, scalar
-from dashboard.views.common import (
+from vigia.dashboard.data import Plan, Unreachable, Vector, by_label, scalar
+from vigia.dashboard.views.common import (
     Figure,
     PageContext,
     Trace,
@@ -26,7 +26,7 @@ from dashboard.views.common import (
     note,
     simple_table,
 )
-from dashboard.views.overview import INGEST_GROUP
+from vigia.dashboard.views.overview import INGEST_GROUP
 
 # `vigia-ingest run --trigger-interval` default, drawn when the job does not export its interval.
 DEFAULT_TRIGGER_INTERVAL = 30.0

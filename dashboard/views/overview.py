@@ -8,10 +8,10 @@ from typing import Any
 
 from dash import html
 
-from dashboard.cluster import Cluster
-from dashboard.data import Plan, Unreachable, scalar
-from dashboard.views.alerts import alerts_table
-from dashboard.views.common import (
+from vigia.dashboard.cluster import Cluster
+from vigia.dashboard.data import Plan, Unreachable, scalar
+from vigia.dashboard.views.alerts import alerts_table
+from vigia.dashboard.views.common import (
     PageContext,
     Status,
     card,

@@ -16,8 +16,8 @@ from typing import Any
 
 from dash import html
 
-from dashboard.data import Plan, Unreachable, Vector, by_label, scalar
-from dashboard.views.common import (
+from vigia.dashboard.data import Plan, Unreachable, Vector, by_label, scalar
+from vigia.dashboard.views.common import (
     PageContext,
     Status,
     card,
@@ -30,7 +30,7 @@ from dashboard.views.common import (
     note,
     simple_table,
 )
-from dashboard.views.overview import INGEST_GROUP, THRESHOLDS
+from vigia.dashboard.views.overview import INGEST_GROUP, THRESHOLDS
 
 TOPIC = "measure"
 # prometheus/rules/hes.yml: HesToKafkaBehind pages at 15 min, HesDataLate tickets at 45 min.

@@ -7,9 +7,9 @@ from typing import Any
 
 from dash import html
 
-from dashboard.cluster import Cluster, Partition, Topic, filter_topics
-from dashboard.data import Plan, Unreachable
-from dashboard.views.common import (
+from vigia.dashboard.cluster import Cluster, Partition, Topic, filter_topics
+from vigia.dashboard.data import Plan, Unreachable
+from vigia.dashboard.views.common import (
     Figure,
     Filters,
     PageContext,

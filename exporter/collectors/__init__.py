@@ -16,25 +16,25 @@ and appended to the cached text.
 
 from __future__ import annotations
 
-from exporter.collectors.base import StateSource
-from exporter.collectors.binlog import BinlogCollector
-from exporter.collectors.cluster import ClusterCollector
-from exporter.collectors.groups import ConsumerGroupCollector
-from exporter.collectors.health import HealthCollector, PaceCollector
-from exporter.collectors.hes import HesCollector
-from exporter.collectors.isr import IsrHistoryCollector
-from exporter.collectors.kafka_errors import KafkaErrorCollector
-from exporter.collectors.lag import LagCollector
-from exporter.collectors.replicas import ReplicaCollector
-from exporter.collectors.retention import RetentionCollector
-from exporter.collectors.text_format import encoded, text
-from exporter.collectors.topics import TopicCollector
-from exporter.hes.watch import SourceWatcher
-from exporter.model.granularity import DEFAULT, Granularity
-from exporter.model.state import ExporterState
-from exporter.probe.collector import ProbeCollector
-from exporter.probe.runner import DISABLED, ProbeRunner
-from exporter.version import VERSION
+from vigia.exporter.collectors.base import StateSource
+from vigia.exporter.collectors.binlog import BinlogCollector
+from vigia.exporter.collectors.cluster import ClusterCollector
+from vigia.exporter.collectors.groups import ConsumerGroupCollector
+from vigia.exporter.collectors.health import HealthCollector, PaceCollector
+from vigia.exporter.collectors.hes import HesCollector
+from vigia.exporter.collectors.isr import IsrHistoryCollector
+from vigia.exporter.collectors.kafka_errors import KafkaErrorCollector
+from vigia.exporter.collectors.lag import LagCollector
+from vigia.exporter.collectors.replicas import ReplicaCollector
+from vigia.exporter.collectors.retention import RetentionCollector
+from vigia.exporter.collectors.text_format import encoded, text
+from vigia.exporter.collectors.topics import TopicCollector
+from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.model.granularity import DEFAULT, Granularity
+from vigia.exporter.model.state import ExporterState
+from vigia.exporter.probe.collector import ProbeCollector
+from vigia.exporter.probe.runner import DISABLED, ProbeRunner
+from vigia.exporter.version import VERSION
 
 Collector = (
     ClusterCollector

@@ -9,7 +9,7 @@ from typing import Generic, TypeVar
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-from exporter.model.state import ExporterState
+from vigia.exporter.model.state import ExporterState
 
 StateSource = Callable[[], ExporterState | None]
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import counter, gauge
-from exporter.model.binlog import STATES, BinlogVerdict
+from vigia.exporter.collectors.base import counter, gauge
+from vigia.exporter.model.binlog import STATES, BinlogVerdict
 
 _C = ["connector"]
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, gauge
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import StateCollector, gauge
+from vigia.exporter.model.state import ExporterState
 
 
 class ClusterCollector(StateCollector):

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, StateSource, gauge
-from exporter.model.granularity import Level
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import StateCollector, StateSource, gauge
+from vigia.exporter.model.granularity import Level
+from vigia.exporter.model.state import ExporterState
 
 _GTP = ["consumergroup", "topic", "partition"]
 _GT = ["consumergroup", "topic"]

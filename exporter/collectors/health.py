@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.model.state import ExporterState
+from vigia.exporter.model.state import ExporterState
 
 
 class HealthCollector:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import gauge
-from exporter.model.pipeline_hops import SourceLook, hop_lags
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import gauge
+from vigia.exporter.model.pipeline_hops import SourceLook, hop_lags
+from vigia.exporter.model.state import ExporterState
 
 
 class HesCollector:

@@ -7,10 +7,14 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, StateSource, counter
-from exporter.model.granularity import Replicas
-from exporter.model.isr_history import ISR_EXPANDS_HELP, ISR_SHRINKS_HELP, OUT_OF_SYNC_SECONDS_HELP
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import StateCollector, StateSource, counter
+from vigia.exporter.model.granularity import Replicas
+from vigia.exporter.model.isr_history import (
+    ISR_EXPANDS_HELP,
+    ISR_SHRINKS_HELP,
+    OUT_OF_SYNC_SECONDS_HELP,
+)
+from vigia.exporter.model.state import ExporterState
 
 
 class IsrHistoryCollector(StateCollector):

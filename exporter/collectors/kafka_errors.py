@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import Metric
 
-from common.kafka_errors import KINDS, kind_of
-from exporter.collectors.base import StateCollector, gauge
-from exporter.model.state import ExporterState
+from vigia.common.kafka_errors import KINDS, kind_of
+from vigia.exporter.collectors.base import StateCollector, gauge
+from vigia.exporter.model.state import ExporterState
 
 OTHER = "other"
 LAST_COLLECTION_ERRORS_HELP = (

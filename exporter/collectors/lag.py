@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, StateSource, gauge
-from exporter.model.granularity import Level
-from exporter.model.lag_seconds import LAG_SECONDS_HELP, MAX_LAG_SECONDS_HELP
-from exporter.model.lag_status import GROUP_STATUS_HELP, PARTITION_STATUS_HELP
-from exporter.model.record_time import METHODS_HELP
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import StateCollector, StateSource, gauge
+from vigia.exporter.model.granularity import Level
+from vigia.exporter.model.lag_seconds import LAG_SECONDS_HELP, MAX_LAG_SECONDS_HELP
+from vigia.exporter.model.lag_status import GROUP_STATUS_HELP, PARTITION_STATUS_HELP
+from vigia.exporter.model.record_time import METHODS_HELP
+from vigia.exporter.model.state import ExporterState
 
 _GTP = ["consumergroup", "topic", "partition"]
 _GT = ["consumergroup", "topic"]

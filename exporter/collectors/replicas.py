@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, StateSource, gauge
-from exporter.model.granularity import Replicas
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import StateCollector, StateSource, gauge
+from vigia.exporter.model.granularity import Replicas
+from vigia.exporter.model.state import ExporterState
 
 _TPB = ["topic", "partition", "broker"]
 _BD = ["broker", "log_dir"]

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, StateSource, counter, gauge
-from exporter.model.granularity import Level
-from exporter.model.retention import CatchUp
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import StateCollector, StateSource, counter, gauge
+from vigia.exporter.model.granularity import Level
+from vigia.exporter.model.retention import CatchUp
+from vigia.exporter.model.state import ExporterState
 
 _GTP = ["consumergroup", "topic", "partition"]
 _GT = ["consumergroup", "topic"]

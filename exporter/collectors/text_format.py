@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from prometheus_client.metrics_core import Metric
 from prometheus_client.utils import floatToGoString
 
-from exporter.collectors.base import KeyedFamily, LabelKey
+from vigia.exporter.collectors.base import KeyedFamily, LabelKey
 
 # The classic text format, which every Prometheus version reads (prometheus_client's own constant
 # now announces 1.0.0, the UTF-8-names variant this writer does not produce).

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import StateCollector, StateSource, gauge
-from exporter.model.granularity import DEFAULT, Granularity, Level
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import StateCollector, StateSource, gauge
+from vigia.exporter.model.granularity import DEFAULT, Granularity, Level
+from vigia.exporter.model.state import ExporterState
 
 _TP = ["topic", "partition"]
 

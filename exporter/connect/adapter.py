@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
-from exporter.connect.model import (
+from vigia.exporter.connect.model import (
     ConnectAnswerError,
     ConnectorStatus,
     ConnectView,

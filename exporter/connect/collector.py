@@ -14,11 +14,11 @@ from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import counter, gauge
-from exporter.collectors.text_format import text
-from exporter.connect.model import STATES
-from exporter.connect.stall import CAUSES, Pipeline, stalls
-from exporter.connect.watcher import ConnectReport
+from vigia.exporter.collectors.base import counter, gauge
+from vigia.exporter.collectors.text_format import text
+from vigia.exporter.connect.model import STATES
+from vigia.exporter.connect.stall import CAUSES, Pipeline, stalls
+from vigia.exporter.connect.watcher import ConnectReport
 
 Reports = Callable[[], Sequence[ConnectReport | None]]
 

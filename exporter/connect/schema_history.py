@@ -10,11 +10,11 @@ from collections.abc import Iterator, Sequence
 
 from prometheus_client.metrics_core import Metric
 
-from exporter.collectors.base import gauge
-from exporter.connect.watcher import ConnectReport
-from exporter.model.schema_history import REASONS, unsafe_reasons
-from exporter.model.snapshot import Topic
-from exporter.model.state import ExporterState
+from vigia.exporter.collectors.base import gauge
+from vigia.exporter.connect.watcher import ConnectReport
+from vigia.exporter.model.schema_history import REASONS, unsafe_reasons
+from vigia.exporter.model.snapshot import Topic
+from vigia.exporter.model.state import ExporterState
 
 
 class SchemaHistoryCollector:

@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from exporter.connect.model import FAILED, RESTARTING, ConnectorStatus
-from exporter.connect.watcher import ConnectReport
-from exporter.model.pipeline_flow import STALLED, UNKNOWN, Flow
+from vigia.exporter.connect.model import FAILED, RESTARTING, ConnectorStatus
+from vigia.exporter.connect.watcher import ConnectReport
+from vigia.exporter.model.pipeline_flow import STALLED, UNKNOWN, Flow
 
 CAUSES: Final = ("failed", "unassigned", "connect_down", "silent")
 SOURCE: Final = "source"

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from exporter.connect.adapter import ConnectClient
-from exporter.connect.model import ConnectView, TaskKey, restarts_seen
+from vigia.exporter.connect.adapter import ConnectClient
+from vigia.exporter.connect.model import ConnectView, TaskKey, restarts_seen
 
 log = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ from typing import Any
 
 import pymysql
 
-from common.hes import Dsn, connect, epoch_seconds
-from exporter.model.binlog import VARIABLES_QUERY, BinlogFile, binary_logs
-from exporter.model.pipeline_hops import HesReading
+from vigia.common.hes import Dsn, connect, epoch_seconds
+from vigia.exporter.model.binlog import VARIABLES_QUERY, BinlogFile, binary_logs
+from vigia.exporter.model.pipeline_hops import HesReading
 
 NEWEST_ROW = "SELECT MAX(ts) FROM measure"
 BINARY_LOGS = "SHOW BINARY LOGS"

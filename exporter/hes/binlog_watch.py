@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from exporter.hes.adapter import HesError
-from exporter.kafka.connect_offsets import ConnectOffsetsError
-from exporter.model.binlog import (
+from vigia.exporter.hes.adapter import HesError
+from vigia.exporter.kafka.connect_offsets import ConnectOffsetsError
+from vigia.exporter.model.binlog import (
     AT_RISK,
     LOST,
     BinlogFile,

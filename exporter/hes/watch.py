@@ -21,11 +21,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from exporter.hes.adapter import HesError
-from exporter.hes.binlog_watch import BinlogReader, BinlogWatch
-from exporter.kafka.topic_tail import TopicTailError
-from exporter.model.pipeline_flow import DEFAULT_STALL_AFTER, STALLED, UNKNOWN, Flow, next_flow
-from exporter.model.pipeline_hops import (
+from vigia.exporter.hes.adapter import HesError
+from vigia.exporter.hes.binlog_watch import BinlogReader, BinlogWatch
+from vigia.exporter.kafka.topic_tail import TopicTailError
+from vigia.exporter.model.pipeline_flow import (
+    DEFAULT_STALL_AFTER,
+    STALLED,
+    UNKNOWN,
+    Flow,
+    next_flow,
+)
+from vigia.exporter.model.pipeline_hops import (
     HesReading,
     SourceLook,
     TopicTailReading,

@@ -49,12 +49,12 @@ from confluent_kafka.cimpl import _AdminClientImpl
 from kafka import errors as kafka_errors
 from kafka.admin import KafkaAdminClient
 
-from common.kafka_config import to_kafka_python
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
-from common.kafka_errors import AUTHORIZATION, kind_of
-from exporter.kafka.capabilities import CapabilityTracker, is_unsupported
-from exporter.kafka.coordinator_requests import CoordinatorRequests, StillWaiting
-from exporter.kafka.group_requests import (
+from vigia.common.kafka_config import to_kafka_python
+from vigia.common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from vigia.common.kafka_errors import AUTHORIZATION, kind_of
+from vigia.exporter.kafka.capabilities import CapabilityTracker, is_unsupported
+from vigia.exporter.kafka.coordinator_requests import CoordinatorRequests, StillWaiting
+from vigia.exporter.kafka.group_requests import (
     DESCRIBE,
     OFFSETS,
     Described,
@@ -68,11 +68,11 @@ from exporter.kafka.group_requests import (
     from_librdkafka,
     plan_describes,
 )
-from exporter.kafka.kafka_python_log import quiet_kafka_python
-from exporter.kafka.slow_phases import SlowPhases
-from exporter.model.filters import Filters
-from exporter.model.retention import Retention, topic_retention
-from exporter.model.snapshot import (
+from vigia.exporter.kafka.kafka_python_log import quiet_kafka_python
+from vigia.exporter.kafka.slow_phases import SlowPhases
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.model.retention import Retention, topic_retention
+from vigia.exporter.model.snapshot import (
     GROUP_COORDINATOR_PHASE,
     Broker,
     BrokerLogDirs,

@@ -23,8 +23,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from common.librdkafka_log import librdkafka_logger
-from exporter.model.binlog import OffsetFormatError, SourceOffset, offset_owner, parse_offset
+from vigia.common.librdkafka_log import librdkafka_logger
+from vigia.exporter.model.binlog import OffsetFormatError, SourceOffset, offset_owner, parse_offset
 
 librdkafka_log = librdkafka_logger("exporter.librdkafka")
 

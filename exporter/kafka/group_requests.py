@@ -23,7 +23,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.protocol.metadata import CoordinatorType
 
-from exporter.model.snapshot import GroupMember, TopicPartitionRef
+from vigia.exporter.model.snapshot import GroupMember, TopicPartitionRef
 
 DESCRIBE, OFFSETS = "describe", "offsets"
 # An outcome is what a group's request answered: its value, or the exception it failed with.

@@ -28,9 +28,9 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
-from common.librdkafka_log import librdkafka_logger
-from exporter.kafka.adapter import CLIENT_ID, error_text
-from exporter.model.record_time import (
+from vigia.common.librdkafka_log import librdkafka_logger
+from vigia.exporter.kafka.adapter import CLIENT_ID, error_text
+from vigia.exporter.model.record_time import (
     PARTITION_BYTES,
     RESPONSE_BYTES,
     TPO,
@@ -38,8 +38,8 @@ from exporter.model.record_time import (
     lagging_partitions,
     plan_reads,
 )
-from exporter.model.snapshot import ClusterSnapshot, RecordTime
-from exporter.model.state import ExporterState
+from vigia.exporter.model.snapshot import ClusterSnapshot, RecordTime
+from vigia.exporter.model.state import ExporterState
 
 log = logging.getLogger(__name__)
 librdkafka_log = librdkafka_logger("exporter.librdkafka")

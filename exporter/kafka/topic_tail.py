@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from common.librdkafka_log import librdkafka_logger
-from exporter.model.pipeline_hops import TopicTailReading, measure_ts
+from vigia.common.librdkafka_log import librdkafka_logger
+from vigia.exporter.model.pipeline_hops import TopicTailReading, measure_ts
 
 librdkafka_log = librdkafka_logger("exporter.librdkafka")
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
-from exporter.model.pipeline_hops import SourceLook
+from vigia.exporter.model.pipeline_hops import SourceLook
 
 DEFAULT_STALL_AFTER: Final = 30.0
 UNKNOWN: Final = "unknown"  # no complete look before this one, or this one lacks a reading

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from exporter.model.snapshot import ClusterSnapshot, RecordTime
+from vigia.exporter.model.snapshot import ClusterSnapshot, RecordTime
 
 RECORD: Final = "record"
 INTERPOLATED: Final = "interpolated"

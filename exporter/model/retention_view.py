@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from exporter.model.retention import (
+from vigia.exporter.model.retention import (
     GT,
     GTP,
     TP,
@@ -25,7 +25,7 @@ from exporter.model.retention import (
     partition_margin,
     topic_retention,
 )
-from exporter.model.snapshot import ClusterSnapshot
+from vigia.exporter.model.snapshot import ClusterSnapshot
 
 
 class Committed(Protocol):

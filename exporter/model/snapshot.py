@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from common.kafka_errors import ACCESS_KINDS, AUTHORIZATION, kind_of
+from vigia.common.kafka_errors import ACCESS_KINDS, AUTHORIZATION, kind_of
 
 # Collection phases, in the order the adapter runs them. Each one fails on its own: its data is
 # missing from the snapshot and its error is listed in `ClusterSnapshot.errors`.

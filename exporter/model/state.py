@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-from exporter.model.isr_history import IsrTracker
-from exporter.model.lag_seconds import OffsetHistory, max_lag_seconds_by_group_topic
-from exporter.model.lag_status import (
+from vigia.exporter.model.isr_history import IsrTracker
+from vigia.exporter.model.lag_seconds import OffsetHistory, max_lag_seconds_by_group_topic
+from vigia.exporter.model.lag_status import (
     DEFAULT_WINDOW_SIZE,
     GroupEvaluation,
     LagStatusTracker,
     Observation,
     PartitionEvaluation,
 )
-from exporter.model.record_time import (
+from vigia.exporter.model.record_time import (
     EXTRAPOLATED,
     INTERPOLATED,
     TPO,
@@ -41,13 +41,13 @@ from exporter.model.record_time import (
     merge_record_times,
     method_counts,
 )
-from exporter.model.retention import (
+from vigia.exporter.model.retention import (
     DEFAULT_FLOOR_SECONDS,
     DEFAULT_WINDOW_SECONDS,
     RetentionTracker,
 )
-from exporter.model.retention_view import RetentionView, retention_view
-from exporter.model.snapshot import (
+from vigia.exporter.model.retention_view import RetentionView, retention_view
+from vigia.exporter.model.snapshot import (
     COLLECTION_PHASE,
     PHASES,
     ClusterSnapshot,

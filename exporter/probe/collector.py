@@ -23,8 +23,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from exporter.probe.runner import RUNNING
-from exporter.probe.tracker import HistogramSnapshot, ProbeStats
+from vigia.exporter.probe.runner import RUNNING
+from vigia.exporter.probe.tracker import HistogramSnapshot, ProbeStats
 
 UP = "vigia_probe_up"
 PRODUCE_LATENCY = "vigia_probe_produce_latency_seconds"

@@ -60,15 +60,15 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
-from exporter.probe.planner import (
+from vigia.common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from vigia.exporter.probe.planner import (
     ProbePartition,
     ProbeTopicPlan,
     coverage,
     plan_probe_topic,
     preferred_elections,
 )
-from exporter.probe.tracker import LatencyTracker, ProbeStats
+from vigia.exporter.probe.tracker import LatencyTracker, ProbeStats
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class ProbeRunner:
         self._producers: dict[str, Producer] = {}
         self._consumer: Consumer | None = None
         self._diagnostics = KafkaDiagnostics(
-            {k: str(v) for k, v in kafka_config.items()}, "exporter.probe.librdkafka"
+            {k: str(v) for k, v in kafka_config.items()}, "vigia.exporter.probe.librdkafka"
         )
         self._coverage: dict[int, bool] = {}
         self._next_election = 0.0

@@ -12,17 +12,22 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from common.kafka_errors import kind_of
-from exporter.connect.collector import connect_json
-from exporter.connect.stall import Pipeline
-from exporter.connect.watcher import ConnectReport
-from exporter.hes.watch import SourceWatcher
-from exporter.model.pipeline_hops import hop_lags
-from exporter.model.retention import CatchUpEstimate, Margin, NoRetention, Retention
-from exporter.model.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
-from exporter.model.state import BrokerCounts, ExporterState, PartitionLag, UncommittedPartition
-from exporter.probe.runner import DISABLED, ProbeRunner
-from exporter.probe.tracker import OUTCOMES
+from vigia.common.kafka_errors import kind_of
+from vigia.exporter.connect.collector import connect_json
+from vigia.exporter.connect.stall import Pipeline
+from vigia.exporter.connect.watcher import ConnectReport
+from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.model.pipeline_hops import hop_lags
+from vigia.exporter.model.retention import CatchUpEstimate, Margin, NoRetention, Retention
+from vigia.exporter.model.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
+from vigia.exporter.model.state import (
+    BrokerCounts,
+    ExporterState,
+    PartitionLag,
+    UncommittedPartition,
+)
+from vigia.exporter.probe.runner import DISABLED, ProbeRunner
+from vigia.exporter.probe.tracker import OUTCOMES
 
 PROBE_KEY = "probe"
 CONNECT_KEY = "connect"  # the Kafka Connect clusters (exporter.connect.collector.connect_json)

@@ -22,20 +22,20 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from exporter.collectors import render_bytes, render_pace, render_probe, render_source
-from exporter.collectors.text_format import CONTENT_TYPE, text
-from exporter.config import SourceSettings
-from exporter.connect.collector import CachedExposition, connect_json
-from exporter.connect.schema_history import SchemaHistoryCollector
-from exporter.connect.stall import Pipeline
-from exporter.connect.watcher import ConnectWatcher
-from exporter.hes.watch import SourceWatcher
-from exporter.model.granularity import DEFAULT, Granularity
-from exporter.model.state import ExporterState
-from exporter.probe.runner import DISABLED
-from exporter.service import CollectionService
-from exporter.version import VERSION
-from exporter.web import api
+from vigia.exporter.collectors import render_bytes, render_pace, render_probe, render_source
+from vigia.exporter.collectors.text_format import CONTENT_TYPE, text
+from vigia.exporter.config import SourceSettings
+from vigia.exporter.connect.collector import CachedExposition, connect_json
+from vigia.exporter.connect.schema_history import SchemaHistoryCollector
+from vigia.exporter.connect.stall import Pipeline
+from vigia.exporter.connect.watcher import ConnectWatcher
+from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.model.granularity import DEFAULT, Granularity
+from vigia.exporter.model.state import ExporterState
+from vigia.exporter.probe.runner import DISABLED
+from vigia.exporter.service import CollectionService
+from vigia.exporter.version import VERSION
+from vigia.exporter.web import api
 
 
 class _PerState:

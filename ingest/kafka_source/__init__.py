@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
     from pyspark.sql import SparkSession
 
-    from ingest.kafka_source.counts import Counts
+    from vigia.ingest.kafka_source.counts import Counts
 
 SOURCE_NAME: Final = "vigia-kafka"
 
@@ -28,6 +28,6 @@ __all__ = ["SOURCE_NAME", "register"]
 def register(spark: SparkSession, counters: Accumulator[Counts] | None = None) -> None:
     """``counters``: the read tasks count their Kafka retries and skipped offsets into it
     (`task_counts.TaskCounts.attach`); without, into the spool like the planner."""
-    from ingest.kafka_source.source import KafkaDataSource, counted_source
+    from vigia.ingest.kafka_source.source import KafkaDataSource, counted_source
 
     spark.dataSource.register(KafkaDataSource if counters is None else counted_source(counters))

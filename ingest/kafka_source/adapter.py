@@ -24,11 +24,11 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_topic
-from common.librdkafka_log import librdkafka_logger
-from ingest.kafka_source.offsets import Offsets
-from ingest.kafka_source.offsets import TopicPartition as TP
-from ingest.kafka_source.retry import (
+from vigia.common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_topic
+from vigia.common.librdkafka_log import librdkafka_logger
+from vigia.ingest.kafka_source.offsets import Offsets
+from vigia.ingest.kafka_source.offsets import TopicPartition as TP
+from vigia.ingest.kafka_source.retry import (
     LEADERLESS,
     CallFailed,
     Clock,
@@ -40,7 +40,7 @@ from ingest.kafka_source.retry import (
 )
 
 log = logging.getLogger(__name__)
-LIBRDKAFKA_LOG: Final = "ingest.kafka_source.librdkafka"
+LIBRDKAFKA_LOG: Final = "vigia.ingest.kafka_source.librdkafka"
 
 T = TypeVar("T")
 

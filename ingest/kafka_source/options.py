@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ingest.kafka_source.adapter import consumer_config
-from ingest.kafka_source.offsets import StartingOffsets
+from vigia.ingest.kafka_source.adapter import consumer_config
+from vigia.ingest.kafka_source.offsets import StartingOffsets
 
 KAFKA_PREFIX: Final = "kafka."
 DEFAULT_COMMIT_GROUP: Final = "vigia-ingest"

@@ -24,10 +24,10 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from ingest.kafka_source.adapter import KafkaSourceError, partition_watermarks
-from ingest.kafka_source.offsets import OffsetRange, PartitionLoss, clamp_to_available
-from ingest.kafka_source.retry import RetryObserver, error_name, is_retriable
-from ingest.schema import KAFKA_SOURCE_SCHEMA
+from vigia.ingest.kafka_source.adapter import KafkaSourceError, partition_watermarks
+from vigia.ingest.kafka_source.offsets import OffsetRange, PartitionLoss, clamp_to_available
+from vigia.ingest.kafka_source.retry import RetryObserver, error_name, is_retriable
+from vigia.ingest.schema import KAFKA_SOURCE_SCHEMA
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from ingest.kafka_source.counts import RetryCounts, SkippedOffsets
+from vigia.ingest.kafka_source.counts import RetryCounts, SkippedOffsets
 
 log = logging.getLogger(__name__)
 

@@ -41,10 +41,10 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ingest.kafka_source import SOURCE_NAME
-from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
-from ingest.kafka_source.counts import Counts
-from ingest.kafka_source.offsets import (
+from vigia.ingest.kafka_source import SOURCE_NAME
+from vigia.ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
+from vigia.ingest.kafka_source.counts import Counts
+from vigia.ingest.kafka_source.offsets import (
     OffsetRange,
     Offsets,
     PartitionLoss,
@@ -53,13 +53,13 @@ from ingest.kafka_source.offsets import (
     plan_ranges,
     to_json,
 )
-from ingest.kafka_source.options import SourceOptions
-from ingest.kafka_source.reader import read_range
-from ingest.kafka_source.retry_spool import SpoolObserver, spool_observer
-from ingest.kafka_source.task_counts import AccumulatorObserver
-from ingest.loss_log import record_loss
-from ingest.retention_loss import RetentionLoss
-from ingest.schema import KAFKA_SOURCE_SCHEMA
+from vigia.ingest.kafka_source.options import SourceOptions
+from vigia.ingest.kafka_source.reader import read_range
+from vigia.ingest.kafka_source.retry_spool import SpoolObserver, spool_observer
+from vigia.ingest.kafka_source.task_counts import AccumulatorObserver
+from vigia.ingest.loss_log import record_loss
+from vigia.ingest.retention_loss import RetentionLoss
+from vigia.ingest.schema import KAFKA_SOURCE_SCHEMA
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from collections import Counter
 from pyspark import SparkContext
 from pyspark.accumulators import Accumulator, AccumulatorParam
 
-from ingest.kafka_source.counts import (
+from vigia.ingest.kafka_source.counts import (
     Counts,
     RetryCounts,
     SkippedOffsets,

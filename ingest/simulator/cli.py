@@ -28,17 +28,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from common.hes import DsnError, parse_dsn
-from common.kafka_config import KafkaOptionError, merged
-from common.logs import setup_logging
-from ingest.schema import MAGNITUDES
-from ingest.simulator.delivery import DeliveryTally
-from ingest.simulator.hes_sink import HesSink, HesSinkError
-from ingest.simulator.malformed import FaultInjector
-from ingest.simulator.manifest import Manifest, meter_range, write_manifest
-from ingest.simulator.metrics import MetricsServer, RunState, SimulatorCollector
-from ingest.simulator.producer import KafkaSink, ProducerError
-from ingest.simulator.runner import Outage, Runner
+from vigia.common.hes import DsnError, parse_dsn
+from vigia.common.kafka_config import KafkaOptionError, merged
+from vigia.common.logs import setup_logging
+from vigia.ingest.schema import MAGNITUDES
+from vigia.ingest.simulator.delivery import DeliveryTally
+from vigia.ingest.simulator.hes_sink import HesSink, HesSinkError
+from vigia.ingest.simulator.malformed import FaultInjector
+from vigia.ingest.simulator.manifest import Manifest, meter_range, write_manifest
+from vigia.ingest.simulator.metrics import MetricsServer, RunState, SimulatorCollector
+from vigia.ingest.simulator.producer import KafkaSink, ProducerError
+from vigia.ingest.simulator.runner import Outage, Runner
 
 log = logging.getLogger("vigia.simulate")
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.schema import REASONS, Reason
-from ingest.simulator.generator import Tag
-from ingest.simulator.manifest import Manifest, MeterRange
+from vigia.ingest.schema import REASONS, Reason
+from vigia.ingest.simulator.generator import Tag
+from vigia.ingest.simulator.manifest import Manifest, MeterRange
 
 log = logging.getLogger(__name__)
 

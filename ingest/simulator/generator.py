@@ -18,9 +18,9 @@ from typing import Final
 
 import numpy as np
 
-from ingest.schema import MAGNITUDES, PERIOD_SECONDS, PERIODS, PERIODS_PER_DAY, Reason
-from ingest.simulator.manifest import MeterRange, meter_range
-from ingest.simulator.profile import MeterTraits, day_values
+from vigia.ingest.schema import MAGNITUDES, PERIOD_SECONDS, PERIODS, PERIODS_PER_DAY, Reason
+from vigia.ingest.simulator.manifest import MeterRange, meter_range
+from vigia.ingest.simulator.profile import MeterTraits, day_values
 
 MAX_DELAY_SECONDS: Final = 300
 

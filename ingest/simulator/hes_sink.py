@@ -18,8 +18,8 @@ from typing import Any
 
 import pymysql
 
-from common.hes import UPSERT, Dsn, connect
-from ingest.simulator.delivery import DeliveryCallback
+from vigia.common.hes import UPSERT, Dsn, connect
+from vigia.ingest.simulator.delivery import DeliveryCallback
 
 log = logging.getLogger(__name__)
 

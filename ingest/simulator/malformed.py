@@ -18,8 +18,8 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
-from ingest.schema import FIELDS, PERIOD_SECONDS, REASONS, Reason
-from ingest.simulator.generator import (
+from vigia.ingest.schema import FIELDS, PERIOD_SECONDS, REASONS, Reason
+from vigia.ingest.simulator.generator import (
     DUPLICATE_TAG,
     MAX_DELAY_SECONDS,
     Message,

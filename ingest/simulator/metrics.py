@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ingest.schema import REASONS
-from ingest.simulator.delivery import DeliveryTally
+from vigia.ingest.schema import REASONS
+from vigia.ingest.simulator.delivery import DeliveryTally
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_topic
-from ingest.simulator.delivery import DeliveryCallback
+from vigia.common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_topic
+from vigia.ingest.simulator.delivery import DeliveryCallback
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class KafkaSink:
         self.bootstrap_servers = bootstrap_servers
         self._connect_timeout = connect_timeout
         self._fatal: KafkaError | None = None
-        self.diagnostics = KafkaDiagnostics(options, "ingest.simulator.librdkafka")
+        self.diagnostics = KafkaDiagnostics(options, "vigia.ingest.simulator.librdkafka")
         try:
             self._producer = Producer(
                 {**config, **self.diagnostics.client_config(), "error_cb": self._on_error}

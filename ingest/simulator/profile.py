@@ -26,7 +26,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from ingest.schema import MAGNITUDES, PERIODS_PER_DAY
+from vigia.ingest.schema import MAGNITUDES, PERIODS_PER_DAY
 
 FloatArray = npt.NDArray[np.float64]
 

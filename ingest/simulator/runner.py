@@ -26,13 +26,13 @@ from typing import Protocol
 
 from tqdm import tqdm
 
-from ingest.schema import MAGNITUDES, PERIOD_SECONDS, PERIODS
-from ingest.simulator.delivery import DeliveryCallback, DeliveryTally
-from ingest.simulator.generator import DayReadings, Message, day_start
-from ingest.simulator.malformed import FaultInjector
-from ingest.simulator.manifest import MeterRange
-from ingest.simulator.metrics import RunState
-from ingest.simulator.profile import MeterTraits
+from vigia.ingest.schema import MAGNITUDES, PERIOD_SECONDS, PERIODS
+from vigia.ingest.simulator.delivery import DeliveryCallback, DeliveryTally
+from vigia.ingest.simulator.generator import DayReadings, Message, day_start
+from vigia.ingest.simulator.malformed import FaultInjector
+from vigia.ingest.simulator.manifest import MeterRange
+from vigia.ingest.simulator.metrics import RunState
+from vigia.ingest.simulator.profile import MeterTraits
 
 log = logging.getLogger(__name__)
 

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from common.kafka_config import ENV_VAR, from_env
-from exporter.collectors import exposition
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.model.filters import Filters
-from exporter.probe.runner import ProbeRunner, ProbeSettings
-from exporter.service import CollectionService
-from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
 from tests.conftest import MockCluster
 from tests.exporter.exposition import samples, value
 from tests.ingest.test_cli import paths
+from vigia.common.kafka_config import ENV_VAR, from_env
+from vigia.exporter.collectors import exposition
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.probe.runner import ProbeRunner, ProbeSettings
+from vigia.exporter.service import CollectionService
+from vigia.ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError
 
 PASSWORD = "s3cret-do-not-log"
 OPTIONS = (
@@ -47,7 +47,7 @@ def said_once(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_simulator(mock_cluster: MockCluster, caplog: pytest.LogCaptureFixture) -> None:
-    from ingest.simulator.cli import main
+    from vigia.ingest.simulator.cli import main
 
     began = time.monotonic()
     with caplog.at_level(logging.INFO):
@@ -68,14 +68,16 @@ def test_simulator(mock_cluster: MockCluster, caplog: pytest.LogCaptureFixture) 
 def test_ingest_run(
     mock_cluster: MockCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from ingest.cli import main
+    from vigia.ingest.cli import main
 
     began = time.monotonic()
     with caplog.at_level(logging.INFO):
         argv = ["run", "--bootstrap-servers", mock_cluster.bootstrap_servers, *paths(tmp_path)]
         assert main([*argv, "--kafka-timeout", "30s"]) == 1
     assert time.monotonic() - began < FAST
-    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "ingest.job"]
+    errors = [
+        r for r in caplog.records if r.levelno == logging.ERROR and r.name == "vigia.ingest.job"
+    ]
     assert len(errors) == 1 and SAID in errors[0].getMessage(), caplog.text
     said_once(caplog)
 
@@ -95,7 +97,7 @@ def test_ingest_source_admin(mock_cluster: MockCluster) -> None:
 def test_exporter_api_and_metrics(
     mock_cluster: MockCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from exporter.web import api
+    from vigia.exporter.web import api
 
     adapter = KafkaAdapter(mock_cluster.bootstrap_servers, from_env(), Filters())
     service = CollectionService(adapter.collect, interval=60, timeout=20, probe=None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from common.kafka_errors import (
+from vigia.common.kafka_errors import (
     AUTHENTICATION,
     AUTHORIZATION,
     TLS,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
+from vigia.common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
 
 pytestmark = pytest.mark.skipif(
     shutil.which("openssl") is None, reason="needs the openssl command to make test certificates"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from common.kafka_diagnostics import (
+from vigia.common.kafka_diagnostics import (
     KafkaDiagnostics,
     KafkaUnavailable,
     wait_for_metadata,
@@ -94,7 +94,7 @@ def test_a_topic_created_a_moment_ago_is_waited_for_and_the_wait_said_once(
 ) -> None:
     diagnostics = KafkaDiagnostics({}, "test.wait.librdkafka")
     client = Spreading(known_from=3)
-    with caplog.at_level(logging.INFO, logger="common.kafka_diagnostics"):
+    with caplog.at_level(logging.INFO, logger="vigia.common.kafka_diagnostics"):
         found = wait_for_topic(client, diagnostics, timeout=10, topic="measure")
     assert found is not None and sorted(found.partitions) == [0, 1]
     assert client.asked == 3

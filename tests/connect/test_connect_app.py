@@ -9,11 +9,6 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from exporter.config import ConfigError, ConnectTarget, parse_config
-from exporter.connect.adapter import ConnectClient
-from exporter.connect.watcher import ConnectWatcher
-from exporter.service import CollectionService
-from exporter.web.app import create_app
 from tests.conftest import free_port
 from tests.connect.recorded import RecordedConnect, recorded_connect
 from tests.connect.test_connect_model import DENIED, REFUSED
@@ -21,6 +16,11 @@ from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot
 from tests.hes_world import LOOK, World, watcher
+from vigia.exporter.config import ConfigError, ConnectTarget, parse_config
+from vigia.exporter.connect.adapter import ConnectClient
+from vigia.exporter.connect.watcher import ConnectWatcher
+from vigia.exporter.service import CollectionService
+from vigia.exporter.web.app import create_app
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from exporter.connect.model import ConnectView, parse_expanded
-from exporter.connect.stall import Pipeline, stalls
-from exporter.connect.watcher import ConnectReport
-from exporter.model.pipeline_flow import Flow
 from tests.connect.recorded import FIXTURES
 from tests.exporter.exposition import Samples, samples, value
+from vigia.exporter.connect.model import ConnectView, parse_expanded
+from vigia.exporter.connect.stall import Pipeline, stalls
+from vigia.exporter.connect.watcher import ConnectReport
+from vigia.exporter.model.pipeline_flow import Flow
 
 DRILLS = FIXTURES / "drills"
 CONNECTOR = "hes-measure"

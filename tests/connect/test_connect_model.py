@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.connect.collector import CachedExposition, render_connect
-from exporter.connect.model import (
+from tests.connect.recorded import STATES, answer
+from tests.exporter.exposition import samples, value
+from vigia.exporter.connect.collector import CachedExposition, render_connect
+from vigia.exporter.connect.model import (
     STATES as CONNECT_STATES,
 )
-from exporter.connect.model import (
+from vigia.exporter.connect.model import (
     ConnectAnswerError,
     ConnectorStatus,
     ConnectView,
@@ -18,9 +20,7 @@ from exporter.connect.model import (
     parse_status,
     restarts_seen,
 )
-from exporter.connect.watcher import ConnectReport, next_report
-from tests.connect.recorded import STATES, answer
-from tests.exporter.exposition import samples, value
+from vigia.exporter.connect.watcher import ConnectReport, next_report
 
 RUNNING, FAILED = "RUNNING", "FAILED"
 # The README's table: (hes-measure connector, its task 0, hes-broken connector, its task 0).

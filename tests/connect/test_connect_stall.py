@@ -7,14 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from exporter.connect.collector import CachedExposition, connect_json, render_connect
-from exporter.connect.model import ConnectorStatus, ConnectView, TaskStatus
-from exporter.connect.stall import CAUSES, Pipeline, cause, stalls
-from exporter.connect.watcher import ConnectReport, next_report
-from exporter.model.pipeline_flow import FLOW_STATES, IDLE, MOVING, STALLED, UNKNOWN, Flow
 from tests.connect.recorded import STATES
 from tests.connect.test_connect_model import view
 from tests.exporter.exposition import samples, value
+from vigia.exporter.connect.collector import CachedExposition, connect_json, render_connect
+from vigia.exporter.connect.model import ConnectorStatus, ConnectView, TaskStatus
+from vigia.exporter.connect.stall import CAUSES, Pipeline, cause, stalls
+from vigia.exporter.connect.watcher import ConnectReport, next_report
+from vigia.exporter.model.pipeline_flow import FLOW_STATES, IDLE, MOVING, STALLED, UNKNOWN, Flow
 
 NOW = 1_795_484_000.0
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from exporter.collectors.text_format import text
-from exporter.connect.model import ConnectView, parse_status
-from exporter.connect.schema_history import SchemaHistoryCollector
-from exporter.connect.watcher import ConnectReport
-from exporter.model.schema_history import REASONS, unsafe_reasons
-from exporter.model.snapshot import Partition, Topic
 from tests.exporter.exposition import samples
 from tests.metrics_doc import documented, served
+from vigia.exporter.collectors.text_format import text
+from vigia.exporter.connect.model import ConnectView, parse_status
+from vigia.exporter.connect.schema_history import SchemaHistoryCollector
+from vigia.exporter.connect.watcher import ConnectReport
+from vigia.exporter.model.schema_history import REASONS, unsafe_reasons
+from vigia.exporter.model.snapshot import Partition, Topic
 
 SAFE = {
     "retention.ms": "-1",

@@ -156,7 +156,7 @@ def start_dashboard(
     command = [
         sys.executable,
         "-m",
-        "dashboard.cli",
+        "vigia.dashboard.cli",
         f"--port={port}",
         f"--prometheus-url={prometheus}",
         f"--exporter-url={exporter}",

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import httpx
 
-from dashboard.data import Window
-from dashboard.pages import PAGES
-from dashboard.views.common import Filters
 from tests.dashboard.backends import BackfilledPrometheus
+from vigia.dashboard.data import Window
+from vigia.dashboard.pages import PAGES
+from vigia.dashboard.views.common import Filters
 
 OUTPUT = Path(__file__).parent / "data" / "prometheus.json"
 

@@ -19,9 +19,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.recording import Replayed, replay
-from ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
+from vigia.exporter.recording import Replayed, replay
+from vigia.ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
 
 # Progress events recorded from a real run of the ingest job (two batches of a backlog).
 INGEST_PROGRESS = Path(__file__).parents[1] / "ingest" / "fixtures" / "progress-backlog.json"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dashboard.data import Fetched, Unreachable
-from dashboard.pages import refresh
-from dashboard.views import alerts
-from dashboard.views.common import Filters
+from vigia.dashboard.data import Fetched, Unreachable
+from vigia.dashboard.pages import refresh
+from vigia.dashboard.views import alerts
+from vigia.dashboard.views.common import Filters
 
 CONSOLE = "http://127.0.0.1:8050"
 OUTAGE = {

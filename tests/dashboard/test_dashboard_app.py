@@ -7,12 +7,12 @@ from typing import Any
 
 from dash import Dash
 
-from dashboard.app import create_app
-from dashboard.config import DashboardConfig
-from dashboard.data import Fetched, Plan, Unreachable, Window
-from dashboard.views.capacity import CALCULATOR_FIELDS
 from tests.conftest import free_port
 from tests.dashboard.recorded import cluster_json
+from vigia.dashboard.app import create_app
+from vigia.dashboard.config import DashboardConfig
+from vigia.dashboard.data import Fetched, Plan, Unreachable, Window
+from vigia.dashboard.views.capacity import CALCULATOR_FIELDS
 
 MAIN = (
     "..page-body.children...banner.children...filter-brokers.options...filter-topics.options"

@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 
-from dashboard.views.common import fmt_seconds
 from tests.dashboard.backends import (
     BackfilledPrometheus,
     ClusterJsonServer,
@@ -34,6 +33,7 @@ from tests.dashboard.backends import (
     start_dashboard,
 )
 from tests.servers import ALERTMANAGER, PROMETHEUS, PROMTOOL, Server
+from vigia.dashboard.views.common import fmt_seconds
 
 pytestmark = [
     pytest.mark.browser,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.cli import main
-from dashboard.config import ConfigError, DashboardConfig, load_config
+from vigia.dashboard.cli import main
+from vigia.dashboard.config import ConfigError, DashboardConfig, load_config
 
 
 def test_defaults_match_the_contract() -> None:

@@ -12,16 +12,16 @@ from typing import Any
 import plotly.graph_objects as go
 import pytest
 
-from dashboard.data import Fetched, Sample, Series, Unreachable, Window
-from dashboard.pages import PAGE_BY_PATH
-from dashboard.views import pipeline
-from dashboard.views.common import PageContext
-from exporter.connect.collector import connect_json, render_connect
-from exporter.connect.stall import Pipeline
-from exporter.model.pipeline_flow import IDLE, MOVING, STALLED, Flow
 from tests.connect.recorded import FIXTURES, STATES
 from tests.connect.test_connect_model import DENIED, REFUSED, recorded_reports
 from tests.exporter.exposition import samples
+from vigia.dashboard.data import Fetched, Sample, Series, Unreachable, Window
+from vigia.dashboard.pages import PAGE_BY_PATH
+from vigia.dashboard.views import pipeline
+from vigia.dashboard.views.common import PageContext
+from vigia.exporter.connect.collector import connect_json, render_connect
+from vigia.exporter.connect.stall import Pipeline
+from vigia.exporter.model.pipeline_flow import IDLE, MOVING, STALLED, Flow
 
 NOW = 1795484000.0
 REPORTS = dict(zip(STATES, recorded_reports(), strict=True))

@@ -16,9 +16,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter.connect.collector import connect_json
-from exporter.connect.stall import Pipeline
-from exporter.model.pipeline_flow import MOVING, Flow
 from tests.conftest import free_port
 from tests.connect.recorded import STATES
 from tests.connect.test_connect_model import DENIED, recorded_reports
@@ -35,6 +32,9 @@ from tests.dashboard.test_dashboard_browser import (  # the module skips when Ch
 )
 from tests.monitoring.history import write_history
 from tests.servers import PROMTOOL, Server, run, start_prometheus
+from vigia.exporter.connect.collector import connect_json
+from vigia.exporter.connect.stall import Pipeline
+from vigia.exporter.model.pipeline_flow import MOVING, Flow
 
 pytestmark = [
     pytest.mark.browser,

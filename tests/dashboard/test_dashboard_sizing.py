@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from dashboard.sizing import SizingError, SizingInputs, size_cluster
-from dashboard.views.capacity import compute, form_values, inputs_from_form
+from vigia.dashboard.sizing import SizingError, SizingInputs, size_cluster
+from vigia.dashboard.views.capacity import compute, form_values, inputs_from_form
 
 MEASURE_LIKE = SizingInputs(
     target_messages_per_second=2000,

@@ -7,10 +7,10 @@ import time
 
 import httpx
 
-from dashboard.config import DashboardConfig
-from dashboard.data import Plan, Unreachable, Window
-from dashboard.sources import Sources
 from tests.conftest import free_port
+from vigia.dashboard.config import DashboardConfig
+from vigia.dashboard.data import Plan, Unreachable, Window
+from vigia.dashboard.sources import Sources
 
 WINDOW = Window(start=1000.0, end=1900.0, step=15.0)
 

@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 import pytest
 from dash import dcc
 
-from dashboard.cluster import Cluster, parse_cluster
-from dashboard.data import (
+from tests.dashboard.recorded import cluster_json
+from vigia.dashboard.cluster import Cluster, parse_cluster
+from vigia.dashboard.data import (
     Fetched,
     Sample,
     Series,
@@ -24,10 +25,17 @@ from dashboard.data import (
     parse_matrix,
     parse_vector,
 )
-from dashboard.pages import PAGE_BY_PATH, PAGES
-from dashboard.views import brokers, capacity, consumers, ingest, overview, replication, topics
-from dashboard.views.common import Filters, PageContext
-from tests.dashboard.recorded import cluster_json
+from vigia.dashboard.pages import PAGE_BY_PATH, PAGES
+from vigia.dashboard.views import (
+    brokers,
+    capacity,
+    consumers,
+    ingest,
+    overview,
+    replication,
+    topics,
+)
+from vigia.dashboard.views.common import Filters, PageContext
 
 RECORDED = Path(__file__).parent / "data" / "prometheus.json"
 

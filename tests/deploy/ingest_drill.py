@@ -138,7 +138,7 @@ class Stack:
             for process in marked_processes(self.marker):
                 with contextlib.suppress(psutil.Error):
                     cmdline = process.cmdline()
-                    if "launcher.keep_running" in cmdline and "--name" in cmdline:
+                    if "vigia.launcher.keep_running" in cmdline and "--name" in cmdline:
                         self.wrappers[cmdline[cmdline.index("--name") + 1]] = process
         assert name in self.wrappers, f"no restart wrapper runs {name}"
         return self.wrappers[name]
@@ -276,7 +276,7 @@ def run_drill(stack: Stack, produce: Callable[[], int], title: str) -> Timeline:
     pages = len(stack.receiver_lines("firing", "IngestQueryDown"))
     timeline = Timeline()
     driver = stack.component_pid("ingest")
-    assert driver is not None and "ingest.cli" in psutil.Process(driver).cmdline()
+    assert driver is not None and "vigia.ingest.cli" in psutil.Process(driver).cmdline()
     killed = {driver}
     os.kill(driver, signal.SIGKILL)
     start = time.monotonic()

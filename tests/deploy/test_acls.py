@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from exporter.probe.runner import DEFAULT_TOPIC, GROUP_PREFIX
-from ingest.config import IngestConfig
-from ingest.kafka_source.options import reader_group
-from ingest.simulator.cli import build_parser
+from vigia.exporter.probe.runner import DEFAULT_TOPIC, GROUP_PREFIX
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.kafka_source.options import reader_group
+from vigia.ingest.simulator.cli import build_parser
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 

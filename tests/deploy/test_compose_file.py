@@ -20,7 +20,6 @@ import jsonschema
 import pytest
 import yaml
 
-from launcher.plan import COMPONENTS, NOT_IN_COMPOSE
 from tests.conftest import free_port
 from tests.deploy.compose import (
     COMPOSE_FILE,
@@ -35,6 +34,7 @@ from tests.deploy.compose import (
     variables_used,
 )
 from tests.scripts import console_script
+from vigia.launcher.plan import COMPONENTS, NOT_IN_COMPOSE
 
 # The variable compose refuses to run without; .env.example leaves it empty on purpose.
 REQUIRED = {"GRAFANA_ADMIN_PASSWORD": "not-admin"}

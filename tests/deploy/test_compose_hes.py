@@ -21,12 +21,12 @@ import pymysql
 import pytest
 import yaml
 
-from common.hes import TABLE_DDL, connect, parse_dsn
-from exporter.config import SourceSettings
-from ingest.simulator.cli import main as simulate
-from launcher.mariadb import USERS, HesDatabase, MariaDBError, binaries
 from tests.conftest import free_port
 from tests.deploy.compose import REPO, bind_sources, env_example, resolved
+from vigia.common.hes import TABLE_DDL, connect, parse_dsn
+from vigia.exporter.config import SourceSettings
+from vigia.ingest.simulator.cli import main as simulate
+from vigia.launcher.mariadb import USERS, HesDatabase, MariaDBError, binaries
 
 FIXTURES = REPO / "tests" / "fixtures" / "connect-debezium"
 SERVICES: dict[str, dict[str, Any]] = resolved(

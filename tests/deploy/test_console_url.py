@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from launcher import cli
-from launcher.console_url import (
+from tests.deploy.compose import COMPOSE_FILE, env_example, raw
+from vigia.launcher import cli
+from vigia.launcher.console_url import (
     ConsoleUrlError,
     derive_console_url,
     is_loopback,
     parse_console_url,
 )
-from tests.deploy.compose import COMPOSE_FILE, env_example, raw
 
 PROMETHEUS_YML = Path(__file__).resolve().parents[2] / "prometheus" / "prometheus.yml"
 

@@ -176,7 +176,7 @@ def test_demo_reaches_its_two_minute_state_and_stops_on_ctrl_c(
         assert not stale.exists()
         running = marked_processes(marker)
         assert "java" in running.values(), "the ingest job's Spark JVM is not running"
-        assert any("launcher.mock_cluster" in " ".join(p.cmdline()) for p in running)
+        assert any("vigia.launcher.mock_cluster" in " ".join(p.cmdline()) for p in running)
     finally:
         stopping = len(text())
         os.killpg(launcher.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group

@@ -13,9 +13,9 @@ import httpx
 import psutil
 from confluent_kafka import Producer
 
-from launcher.receiver import describe
 from tests.conftest import free_port
 from tests.servers import start
+from vigia.launcher.receiver import describe
 
 PAYLOAD = {
     "status": "firing",
@@ -45,7 +45,7 @@ def test_each_alert_is_one_line_with_its_runbook() -> None:
 def test_notifications_are_logged_and_listed(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "receiver.log"
-    cmd = [sys.executable, "-m", "launcher.receiver", "--port", str(port)]
+    cmd = [sys.executable, "-m", "vigia.launcher.receiver", "--port", str(port)]
     server = start("receiver", cmd, port, log, "/healthz")
     try:
         assert httpx.post(f"{server.url}/pager", json=PAYLOAD, timeout=5).status_code == 200
@@ -66,7 +66,7 @@ def test_the_mock_cluster_host_serves_its_topics_and_stops_when_its_launcher_is_
     # A stand-in launcher: starts the host, says its pid, and dies without stopping it.
     launcher = f"""
 import subprocess, sys
-host = subprocess.Popen([sys.executable, "-m", "launcher.mock_cluster", "--topic", "measure",
+host = subprocess.Popen([sys.executable, "-m", "vigia.launcher.mock_cluster", "--topic", "measure",
                          "--bootstrap-file", {str(bootstrap)!r}])
 print(host.pid, flush=True)
 while True:

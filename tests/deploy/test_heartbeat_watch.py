@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from launcher.heartbeat_watch import (
+from vigia.launcher.heartbeat_watch import (
     DEFAULT_GAP_SECONDS,
     State,
     Watch,
@@ -78,7 +78,7 @@ def test_only_a_firing_watchdog_is_a_heartbeat() -> None:
 def test_gap_from_flag_or_environment_with_the_documented_default(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from launcher.heartbeat import parse_args
+    from vigia.launcher.heartbeat import parse_args
 
     monkeypatch.delenv("VIGIA_HEARTBEAT_GAP_SECONDS", raising=False)
     assert parse_args([]).gap == DEFAULT_GAP_SECONDS == 180

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from launcher import plan, supervisor
-from launcher.keep_running import (
+from vigia.launcher import plan, supervisor
+from vigia.launcher.keep_running import (
     Backoff,
     Next,
     after_exit,
@@ -102,7 +102,7 @@ def wrapper(tmp_path: Path, *child_args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "launcher.keep_running",
+        "vigia.launcher.keep_running",
         "--name",
         "exporter",
         "--",
@@ -199,7 +199,7 @@ def test_a_configuration_error_is_said_once_and_stays_down_until_the_stop(tmp_pa
         "sys.stderr.write('vigia-exporter: error: bad --kafka-option\\n')\n"
         "sys.exit(2)\n"
     )
-    argv = [sys.executable, "-m", "launcher.keep_running", "--name", "exporter", "--"]
+    argv = [sys.executable, "-m", "vigia.launcher.keep_running", "--name", "exporter", "--"]
     process = subprocess.Popen(
         [*argv, sys.executable, str(script)], stderr=subprocess.PIPE, text=True
     )
@@ -246,7 +246,7 @@ def test_what_a_crashed_run_left_in_its_group_is_stopped_before_the_restart(
     script.write_text(FORKS)
     (tmp_path / "crashes").write_text("1")
     files = [str(tmp_path / n) for n in ("crashes", "pid", "left")]
-    argv = [sys.executable, "-m", "launcher.keep_running", "--name", "ingest", "--"]
+    argv = [sys.executable, "-m", "vigia.launcher.keep_running", "--name", "ingest", "--"]
     # Its own process group, as under honcho: the group is the wrapper's to clean.
     process = subprocess.Popen(
         [*argv, sys.executable, str(script), *files],
@@ -298,7 +298,7 @@ def test_the_stack_keeps_running_while_a_crashed_exporter_restarts_and_still_sto
 
 def test_a_wrapper_whose_component_died_of_sigkill_during_the_stop_dies_of_it_too() -> None:
     """SIGKILL's handler cannot be set: the wrapper still ends as its component did."""
-    code = "from launcher.keep_running import exit_like; exit_like(-9)"
+    code = "from vigia.launcher.keep_running import exit_like; exit_like(-9)"
     assert subprocess.run([sys.executable, "-c", code], timeout=10).returncode == -signal.SIGKILL
 
 
@@ -309,7 +309,7 @@ def test_a_component_down_on_its_configuration_leaves_the_rest_of_the_stack_runn
     everything, and vigia-stack's exit status says that not everything stopped cleanly."""
     script = tmp_path / "invalid.py"
     script.write_text("import sys\nsys.exit(2)\n")
-    argv = (sys.executable, "-m", "launcher.keep_running", "--name", "ingest", "--")
+    argv = (sys.executable, "-m", "vigia.launcher.keep_running", "--name", "ingest", "--")
     ingest = plan.Process(
         name="ingest", argv=(*argv, sys.executable, str(script)), port=1, health_path="/"
     )

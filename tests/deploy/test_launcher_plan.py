@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-from launcher import cli, demo, packages, plan, spark_cluster, supervisor
-from launcher.prometheus_config import (
+from tests.deploy.compose import REPO, raw
+from vigia.launcher import cli, demo, packages, plan, spark_cluster, supervisor
+from vigia.launcher.prometheus_config import (
     BROKER_HOST,
     KNOWN_COMPOSE_HOSTS,
     LocalConfig,
     localize,
     rewrite_groups,
 )
-from tests.deploy.compose import REPO, raw
 
 PROMETHEUS_DIR = REPO / "prometheus"
 
@@ -47,7 +47,7 @@ def settings(tmp_path: Path, **changes: object) -> plan.Settings:
 
 def own_command(process: plan.Process) -> tuple[str, ...]:
     """The component's own command line, without launcher/keep_running.py in front of it."""
-    if process.argv[1:3] == ("-m", "launcher.keep_running"):
+    if process.argv[1:3] == ("-m", "vigia.launcher.keep_running"):
         return process.argv[process.argv.index("--") + 1 :]
     return process.argv
 
@@ -94,7 +94,7 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
     assert processes["exporter"].argv == (
         "/venv/py",
         "-m",
-        "launcher.keep_running",
+        "vigia.launcher.keep_running",
         "--name",
         "exporter",
         "--health-url",
@@ -102,7 +102,7 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
         "--",
         "/venv/py",
         "-m",
-        "exporter.cli",
+        "vigia.exporter.cli",
         "--bootstrap-servers",
         "b1:9092,b2:9092",
         "--kafka-option",
@@ -113,10 +113,10 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
         "9308",
     )
     ingest = own_command(processes["ingest"])
-    assert ingest[:4] == ("/venv/py", "-m", "ingest.cli", "run")
+    assert ingest[:4] == ("/venv/py", "-m", "vigia.ingest.cli", "run")
     assert ingest[ingest.index("--checkpoint") + 1] == str(tmp_path / "checkpoints" / "ingest")
     assert ingest[ingest.index("--metrics-port") + 1] == "9310"
-    assert own_command(processes["simulator"])[2:4] == ("ingest.simulator.cli", "live")
+    assert own_command(processes["simulator"])[2:4] == ("vigia.ingest.simulator.cli", "live")
     dashboard = own_command(processes["dashboard"])
     # Clients of a server bound to 0.0.0.0 reach it on 127.0.0.1.
     assert dashboard[dashboard.index("--prometheus-url") + 1] == "http://127.0.0.1:9090"
@@ -124,8 +124,8 @@ def test_command_lines_use_the_contract_flags(tmp_path: Path) -> None:
     assert "--cluster.listen-address=" in own_command(processes["alertmanager"])
     assert processes["prometheus"].health_path == "/-/ready"
     assert plan.procfile([processes["exporter"]]).startswith(
-        "exporter: exec /venv/py -m launcher.keep_running --name exporter "
-        "--health-url http://127.0.0.1:9308/healthz -- /venv/py -m exporter"
+        "exporter: exec /venv/py -m vigia.launcher.keep_running --name exporter "
+        "--health-url http://127.0.0.1:9308/healthz -- /venv/py -m vigia.exporter"
     )
 
 
@@ -237,7 +237,7 @@ def test_spark_workers_run_the_ingest_job_on_a_standalone_cluster_of_the_stack(
 
 
 def _module_run() -> tuple[str, ...]:
-    return (sys.executable, "-m", "ingest.cli")
+    return (sys.executable, "-m", "vigia.ingest.cli")
 
 
 def test_without_spark_workers_the_job_runs_in_local_mode(tmp_path: Path) -> None:
@@ -572,7 +572,7 @@ def test_the_rendered_alertmanager_sends_the_heartbeat_to_the_heartbeat_componen
     assert cli.main([*argv, "--run-dir", str(tmp_path / "local")]) == 0
     procfile = (tmp_path / "local" / "Procfile").read_text()
     (line,) = [x for x in procfile.splitlines() if x.startswith("heartbeat:")]
-    assert "-m launcher.heartbeat --listen-address 127.0.0.1 --port 19098" in line
+    assert "-m vigia.launcher.heartbeat --listen-address 127.0.0.1 --port 19098" in line
     config = yaml.safe_load((tmp_path / "local" / "alertmanager" / "alertmanager.yml").read_text())
     (heartbeat,) = [r for r in config["receivers"] if r["name"] == "heartbeat"]
     assert heartbeat["webhook_configs"][0]["url"] == "http://127.0.0.1:19098/heartbeat"

@@ -18,9 +18,9 @@ import psutil
 import pytest
 from confluent_kafka import Producer
 
-from launcher import plan
 from tests.conftest import MockCluster, free_port
 from tests.scripts import console_script
+from vigia.launcher import plan
 
 # --stop-timeout: SIGKILL after this. A clean stop (the exit status 0 the tests expect) takes
 # seconds on a loaded machine: the exporter finishes a collection, the ingest job a batch.
@@ -143,7 +143,10 @@ def test_stack_starts_every_component_and_stops_without_orphans(
     assert "java" in started.values(), "the ingest job's Spark JVM never started"
     # A running stack is stopped (a job still starting Spark finishes starting first, which can
     # outlast the stop timeout on a loaded machine).
-    while "ingest.job: ingesting" not in output.read_text() and time.monotonic() < deadline + 180:
+    while (
+        "vigia.ingest.job: ingesting" not in output.read_text()
+        and time.monotonic() < deadline + 180
+    ):
         time.sleep(0.5)
     started = marked_processes(marker)
     assert len(started) > len(components)  # the launcher, honcho's workers and the components

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from common.librdkafka_log import librdkafka_logger
-from common.logs import CHATTY, setup_logging
+from vigia.common.librdkafka_log import librdkafka_logger
+from vigia.common.logs import CHATTY, setup_logging
 
 
 def test_http_clients_log_warnings_only_under_info() -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from launcher import packages
 from tests import preflight
 from tests.deploy.compose import REPO
+from vigia.launcher import packages
 
 CI_RUN = REPO / ".ci" / "run"
 

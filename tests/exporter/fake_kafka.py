@@ -43,9 +43,9 @@ from kafka.protocol.metadata import CoordinatorType
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.model.filters import Filters
-from exporter.model.snapshot import ClusterSnapshot
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.model.snapshot import ClusterSnapshot
 
 
 def done(value: Any) -> Future[Any]:

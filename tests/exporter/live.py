@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from exporter.model.granularity import FULL, Granularity
-from exporter.service import CollectionService
-from exporter.web.app import create_app
 from tests.conftest import free_port
 from tests.exporter.exposition import Samples, samples
+from vigia.exporter.model.granularity import FULL, Granularity
+from vigia.exporter.service import CollectionService
+from vigia.exporter.web.app import create_app
 
 
 @dataclass(frozen=True)
@@ -67,13 +67,13 @@ FULL_DETAIL = (
 def exporter_process(
     log: Path, *args: str, env: Mapping[str, str] | None = None
 ) -> Iterator[Running]:
-    """`python -m exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then SIGKILL).
-    It serves every per-partition and per-replica family unless `args` set a granularity. `env`
-    is added to this process's environment for it alone."""
+    """`python -m vigia.exporter.cli` on a free loopback port; stopped by PID (SIGTERM, then
+    SIGKILL). It serves every per-partition and per-replica family unless `args` set a
+    granularity. `env` is added to this process's environment for it alone."""
     port = free_port()
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter.cli", "--port", str(port), *FULL_DETAIL, *args],
+            [sys.executable, "-m", "vigia.exporter.cli", "--port", str(port), *FULL_DETAIL, *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},

@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from exporter.model.snapshot import ClusterSnapshot
-from exporter.model.state import ExporterState, derive
-from exporter.recording import load_snapshot
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
+from vigia.exporter.model.snapshot import ClusterSnapshot
+from vigia.exporter.model.state import ExporterState, derive
+from vigia.exporter.recording import load_snapshot
 
 
 def fixture_path(scenario: str, suffix: str = ".json") -> Path:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from exporter.kafka.coordinator_requests import (
+from vigia.exporter.kafka.coordinator_requests import (
     LIBRDKAFKA_MAX_REQUEST_TIMEOUT,
     RETIRE_AFTER_SECONDS,
     CoordinatorRequests,

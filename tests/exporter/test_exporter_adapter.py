@@ -12,13 +12,13 @@ from confluent_kafka import KafkaError
 from kafka import errors as kafka_errors
 
 from benchmarks.exporter_snapshot import synthetic_snapshot
-from exporter.kafka.adapter import OFFSETS_PER_CALL
-from exporter.model.filters import Filters, NameFilter
-from exporter.model.snapshot import GROUP_COORDINATOR_PHASE, ClusterSnapshot
-from exporter.model.state import derive
 from tests.conftest import SCENARIOS
 from tests.exporter.fake_kafka import FakeCluster, Faults, kafka_exception
 from tests.exporter.recorded import snapshot
+from vigia.exporter.kafka.adapter import OFFSETS_PER_CALL
+from vigia.exporter.model.filters import Filters, NameFilter
+from vigia.exporter.model.snapshot import GROUP_COORDINATOR_PHASE, ClusterSnapshot
+from vigia.exporter.model.state import derive
 
 
 def _comparable(collected: ClusterSnapshot, recorded: ClusterSnapshot) -> ClusterSnapshot:
@@ -201,7 +201,7 @@ def test_an_unsupported_api_is_a_capability_not_a_failure(
     fake = FakeCluster(snapshot("healthy"), Faults(unsupported={method}))
     adapter = fake.adapter()
     try:
-        with caplog.at_level("INFO", logger="exporter.kafka.capabilities"):
+        with caplog.at_level("INFO", logger="vigia.exporter.kafka.capabilities"):
             first = adapter.collect(timeout=5)
             calls = fake.calls[method]
             second = adapter.collect(timeout=5)
@@ -295,7 +295,7 @@ def test_filters_apply_to_topics_offsets_and_groups() -> None:
 
 
 def test_failed_kafka_python_bootstraps_do_not_leak_threads() -> None:
-    from exporter.kafka.adapter import _default_legacy_admin
+    from vigia.exporter.kafka.adapter import _default_legacy_admin
 
     def attempt() -> None:
         with pytest.raises(kafka_errors.KafkaTimeoutError):

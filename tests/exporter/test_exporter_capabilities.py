@@ -9,14 +9,14 @@ import pytest
 from confluent_kafka import KafkaError
 from kafka import errors as kafka_errors
 
-from exporter.collectors import render
-from exporter.kafka.capabilities import CapabilityTracker, is_unsupported
-from exporter.kafka.kafka_python_log import SELECTOR_LOGGER, quiet_kafka_python
-from exporter.model.snapshot import Quorum, QuorumReplica
-from exporter.model.state import derive
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import kafka_exception
 from tests.exporter.recorded import snapshot
+from vigia.exporter.collectors import render
+from vigia.exporter.kafka.capabilities import CapabilityTracker, is_unsupported
+from vigia.exporter.kafka.kafka_python_log import SELECTOR_LOGGER, quiet_kafka_python
+from vigia.exporter.model.snapshot import Quorum, QuorumReplica
+from vigia.exporter.model.state import derive
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_a_missing_capability_is_asked_again_after_the_recheck_interval(
     now = [0.0]
     tracker = CapabilityTracker(recheck_seconds=600, clock=lambda: now[0])
     assert tracker.should_ask("describe_log_dirs") and tracker.snapshot() == {}
-    with caplog.at_level(logging.INFO, logger="exporter.kafka.capabilities"):
+    with caplog.at_level(logging.INFO, logger="vigia.exporter.kafka.capabilities"):
         tracker.unsupported("describe_log_dirs", "IncompatibleBrokerVersion")
         now[0] = 599.0
         assert not tracker.should_ask("describe_log_dirs")

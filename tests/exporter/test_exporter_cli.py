@@ -11,9 +11,9 @@ import urllib.request
 
 import pytest
 
-from exporter.config import ConfigError, parse_config
-from exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
 from tests.conftest import free_port
+from vigia.exporter.config import ConfigError, parse_config
+from vigia.exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
 
 
 def test_defaults() -> None:
@@ -186,7 +186,7 @@ def test_invalid_probe_enabled_environment_is_a_config_error() -> None:
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "--bootstrap-servers", "127.0.0.1:1", *args],
+        [sys.executable, "-m", "vigia.exporter.cli", "--bootstrap-servers", "127.0.0.1:1", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -228,7 +228,7 @@ def test_ctrl_c_stops_the_exporter_with_status_0_and_no_traceback() -> None:
     port = free_port()
     argv = ["--bootstrap-servers", "127.0.0.1:1", "--port", str(port), "--no-probe"]
     exporter = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", *argv, "--log-level", "WARNING"],
+        [sys.executable, "-m", "vigia.exporter.cli", *argv, "--log-level", "WARNING"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

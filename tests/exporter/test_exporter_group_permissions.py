@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from exporter.collectors import exposition
-from exporter.service import CollectionService
-from exporter.web import api
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster, Faults, kafka_exception
 from tests.exporter.recorded import snapshot
+from vigia.exporter.collectors import exposition
+from vigia.exporter.service import CollectionService
+from vigia.exporter.web import api
 
 
 def collect(faults: Faults) -> CollectionService:

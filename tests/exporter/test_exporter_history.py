@@ -9,10 +9,13 @@ from functools import cache
 
 import pytest
 
-from exporter.collectors import render
-from exporter.model.granularity import FULL
-from exporter.model.lag_status import GroupStatus, PartitionStatus
-from exporter.model.snapshot import (
+from tests.conftest import SCENARIOS
+from tests.exporter.exposition import Samples, samples, value
+from tests.exporter.recorded import fixture_path
+from vigia.exporter.collectors import render
+from vigia.exporter.model.granularity import FULL
+from vigia.exporter.model.lag_status import GroupStatus, PartitionStatus
+from vigia.exporter.model.snapshot import (
     Broker,
     ClusterSnapshot,
     CommittedOffset,
@@ -24,12 +27,9 @@ from exporter.model.snapshot import (
     TopicPartitionRef,
     empty_snapshot,
 )
-from exporter.model.state import ExporterState, History, derive
-from exporter.recording import Replayed, replay
-from exporter.web import api
-from tests.conftest import SCENARIOS
-from tests.exporter.exposition import Samples, samples, value
-from tests.exporter.recorded import fixture_path
+from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.recording import Replayed, replay
+from vigia.exporter.web import api
 
 GROUP_PARTITION = {"consumergroup": "g", "topic": "t", "partition": "0"}
 

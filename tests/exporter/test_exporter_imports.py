@@ -30,7 +30,7 @@ def test_the_exporter_imports_nothing_inside_functions() -> None:
 
 def test_importing_the_adapter_loads_kafka_python_on_the_importing_thread() -> None:
     check = (
-        "import sys, threading, exporter.kafka.adapter\n"
+        "import sys, threading, vigia.exporter.kafka.adapter\n"
         "assert threading.active_count() == 1, threading.enumerate()\n"
         "missing = {'kafka.admin', 'kafka.errors'} - set(sys.modules)\n"
         "assert not missing, missing\n"

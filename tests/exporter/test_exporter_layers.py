@@ -36,16 +36,20 @@ def test_the_exporter_keeps_its_layers() -> None:
 @pytest.mark.parametrize(
     ("module", "injected", "broken"),
     [
-        ("model/filters.py", "import socket", "exporter.model is not allowed to import socket"),
+        (
+            "model/filters.py",
+            "import socket",
+            "vigia.exporter.model is not allowed to import socket",
+        ),
         (
             "model/state.py",
-            "from exporter.kafka import adapter",
-            "exporter.model is not allowed to import exporter.kafka",
+            "from vigia.exporter.kafka import adapter",
+            "vigia.exporter.model is not allowed to import vigia.exporter.kafka",
         ),
         (
             "kafka/topic_tail.py",
-            "from exporter.web import api",
-            "exporter.kafka is not allowed to import exporter.web",
+            "from vigia.exporter.web import api",
+            "vigia.exporter.kafka is not allowed to import vigia.exporter.web",
         ),
     ],
 )

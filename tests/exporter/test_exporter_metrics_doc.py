@@ -5,19 +5,19 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from exporter.collectors import render, render_pace, render_probe
-from exporter.collectors.text_format import text
-from exporter.connect.collector import render_connect
-from exporter.model.granularity import FULL
-from exporter.model.snapshot import BrokerLogDirs, Topic
-from exporter.model.state import derive
-from exporter.probe.collector import ProbeCollector
-from exporter.probe.tracker import LatencyTracker, ProbeStats
 from tests.conftest import SCENARIOS
 from tests.connect.test_connect_model import recorded_reports
 from tests.exporter.recorded import snapshot, state
 from tests.metrics_doc import Families, documented
 from tests.metrics_doc import served as served_families
+from vigia.exporter.collectors import render, render_pace, render_probe
+from vigia.exporter.collectors.text_format import text
+from vigia.exporter.connect.collector import render_connect
+from vigia.exporter.model.granularity import FULL
+from vigia.exporter.model.snapshot import BrokerLogDirs, Topic
+from vigia.exporter.model.state import derive
+from vigia.exporter.probe.collector import ProbeCollector
+from vigia.exporter.probe.tracker import LatencyTracker, ProbeStats
 
 # Families the exporter serves; the ingest job and simulator check their own sections.
 EXPORTER_PREFIXES = ("kafka_", "vigia_exporter_", "vigia_probe_")

@@ -22,12 +22,12 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.mock_cluster import MockGapsAdmin
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.model.filters import Filters
-from exporter.service import CollectionService
 from tests.conftest import MockCluster, free_port, start_mock_cluster
 from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, exporter_thread, tcp_proxy, wait_for
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.service import CollectionService
 
 # What the mock lacks (DescribeGroups is asked about the ingest job's group, which the exporter
 # names itself: ListGroups finds none).

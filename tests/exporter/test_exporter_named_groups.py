@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.model.filters import Filters
 from tests.conftest import MockCluster
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.model.filters import Filters
 
 
 def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:

@@ -8,15 +8,15 @@ import json
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, generate_latest
 
-from exporter.collectors import exposition, probe_collector, render_pace, render_probe
-from exporter.probe.runner import ProbeRunner, ProbeSettings
-from exporter.probe.tracker import LatencyTracker, ProbeStats
-from exporter.service import CollectionService
-from exporter.web import api
-from exporter.web.app import create_app
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot
+from vigia.exporter.collectors import exposition, probe_collector, render_pace, render_probe
+from vigia.exporter.probe.runner import ProbeRunner, ProbeSettings
+from vigia.exporter.probe.tracker import LatencyTracker, ProbeStats
+from vigia.exporter.service import CollectionService
+from vigia.exporter.web import api
+from vigia.exporter.web.app import create_app
 
 
 class StubProbe(ProbeRunner):

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from exporter.collectors import render
-from exporter.model.granularity import FULL
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import fixture_path, snapshot, state
+from vigia.exporter.collectors import render
+from vigia.exporter.model.granularity import FULL
 
 LEADERS = {
     "healthy": (23, 22, 23),

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from exporter.collectors import exposition
-from exporter.model.snapshot import CAPABILITIES
-from exporter.recording import RecordingError, load_snapshot, replay
-from exporter.web import api
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import fixture_path, state
+from vigia.exporter.collectors import exposition
+from vigia.exporter.model.snapshot import CAPABILITIES
+from vigia.exporter.recording import RecordingError, load_snapshot, replay
+from vigia.exporter.web import api
 
 TOP_KEYS = {
     "collected_at",

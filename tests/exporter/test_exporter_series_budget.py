@@ -18,11 +18,11 @@ from benchmarks.exporter_snapshot import (
     shaped_snapshot,
     uniform_shape,
 )
-from exporter.collectors import exposition
-from exporter.model.granularity import DEFAULT, FULL, Granularity, Level, Replicas
-from exporter.model.snapshot import PHASES, ClusterSnapshot
-from exporter.model.state import ExporterState, derive
 from tests.exporter.exposition import samples
+from vigia.exporter.collectors import exposition
+from vigia.exporter.model.granularity import DEFAULT, FULL, Granularity, Level, Replicas
+from vigia.exporter.model.snapshot import PHASES, ClusterSnapshot
+from vigia.exporter.model.state import ExporterState, derive
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
 SPARSE = Granularity(Level.TOPIC, Level.TOPIC, Level.TOPIC, Level.TOPIC, Replicas.OFF)

@@ -12,13 +12,13 @@ from dataclasses import replace
 import pytest
 from fastapi.testclient import TestClient
 
-from exporter.model.granularity import DEFAULT, FULL, Granularity
-from exporter.model.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
-from exporter.service import GRACE_SECONDS, CollectionService
-from exporter.web.app import create_app
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot
+from vigia.exporter.model.granularity import DEFAULT, FULL, Granularity
+from vigia.exporter.model.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
+from vigia.exporter.service import GRACE_SECONDS, CollectionService
+from vigia.exporter.web.app import create_app
 
 
 def test_endpoints_before_and_after_the_first_collection() -> None:
@@ -72,7 +72,7 @@ def test_broker_down_mid_life_is_a_fact_not_an_exporter_failure(
             assert value(samples(client.get("/metrics").text), "vigia_exporter_up") == 1
 
             fake.snapshot = snapshot("broker-down")
-            with caplog.at_level(logging.INFO, logger="exporter.service"):
+            with caplog.at_level(logging.INFO, logger="vigia.exporter.service"):
                 service.collect_once()
                 service.collect_once()  # still down: no second line
             found = samples(client.get("/metrics").text)
@@ -100,7 +100,7 @@ def test_broker_down_mid_life_is_a_fact_not_an_exporter_failure(
             assert len(down) == 1 and down[0].startswith("broker 1 is down")
 
             fake.snapshot = snapshot("rebalanced")
-            with caplog.at_level(logging.INFO, logger="exporter.service"):
+            with caplog.at_level(logging.INFO, logger="vigia.exporter.service"):
                 service.collect_once()
             found = samples(client.get("/metrics").text)
             assert value(found, "vigia_exporter_up") == 1
@@ -184,7 +184,7 @@ def test_unreachable_cluster_retries_with_backoff_and_recovers(
         return good
 
     service = CollectionService(collect, interval=1, timeout=1, bootstrap_servers="kafka:9092")
-    caplog.set_level(logging.INFO, logger="exporter.service")
+    caplog.set_level(logging.INFO, logger="vigia.exporter.service")
     for _ in range(4):
         service.collect_once()
 
@@ -218,7 +218,7 @@ def test_one_log_line_when_a_phase_starts_failing_and_one_when_it_recovers(
     sequence = [good, failing, failing, failing, good, good]
 
     service = CollectionService(lambda timeout: sequence.pop(0), interval=1, timeout=1)
-    caplog.set_level(logging.INFO, logger="exporter.service")
+    caplog.set_level(logging.INFO, logger="vigia.exporter.service")
     for _ in range(6):
         service.collect_once()
     assert [r.getMessage() for r in caplog.records] == [
@@ -238,7 +238,7 @@ def test_a_collection_longer_than_the_interval_is_said_once_and_served(
         return good
 
     service = CollectionService(collect, interval=0.2, timeout=5)
-    caplog.set_level(logging.INFO, logger="exporter.service")
+    caplog.set_level(logging.INFO, logger="vigia.exporter.service")
     with TestClient(create_app(service, manage_service=False)) as client:
         seen = []
         for _ in range(5):
@@ -256,7 +256,7 @@ def test_a_collection_longer_than_the_interval_is_said_once_and_served(
 def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import exporter.web.app
+    import vigia.exporter.web.app
 
     rendered: list[object] = []
 
@@ -264,8 +264,8 @@ def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
         rendered.append(state)
         return real_render(state, granularity)  # type: ignore[arg-type]
 
-    real_render = exporter.web.app.render_bytes
-    monkeypatch.setattr(exporter.web.app, "render_bytes", counting_render)
+    real_render = vigia.exporter.web.app.render_bytes
+    monkeypatch.setattr(vigia.exporter.web.app, "render_bytes", counting_render)
     service = CollectionService(FakeCluster(snapshot("healthy")).adapter().collect, 60, 5)
     with TestClient(create_app(service, manage_service=False)) as client:
         service.collect_once()

@@ -9,9 +9,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from benchmarks.exporter_snapshot import synthetic_snapshot
-from exporter.collectors import collectors, render
-from exporter.model.granularity import FULL
-from exporter.model.snapshot import (
+from tests.conftest import SCENARIOS
+from tests.exporter.exposition import family_names, samples, value
+from tests.exporter.recorded import state
+from vigia.exporter.collectors import collectors, render
+from vigia.exporter.model.granularity import FULL
+from vigia.exporter.model.snapshot import (
     COLLECTION_PHASE,
     Broker,
     ClusterSnapshot,
@@ -22,10 +25,7 @@ from exporter.model.snapshot import (
     Topic,
     empty_snapshot,
 )
-from exporter.model.state import ExporterState, derive
-from tests.conftest import SCENARIOS
-from tests.exporter.exposition import family_names, samples, value
-from tests.exporter.recorded import state
+from vigia.exporter.model.state import ExporterState, derive
 
 
 def _snap(

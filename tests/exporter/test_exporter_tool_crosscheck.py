@@ -11,11 +11,11 @@ import re
 
 import pytest
 
-from exporter.collectors import render
-from exporter.model.granularity import FULL
 from tests.conftest import SCENARIOS
 from tests.exporter.exposition import samples
 from tests.exporter.recorded import fixture_path, snapshot, state
+from vigia.exporter.collectors import render
+from vigia.exporter.model.granularity import FULL
 
 _PARTITION_LINE = re.compile(
     r"^\tTopic: (?P<topic>\S+)\tPartition: (?P<p>\d+)\tLeader: (?P<leader>-?\d+|none)"

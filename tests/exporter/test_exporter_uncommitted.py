@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from exporter.collectors import render
-from exporter.model.granularity import FULL
-from exporter.model.snapshot import ClusterSnapshot
-from exporter.model.state import UncommittedPartition, derive
-from exporter.web import api
 from tests.exporter.exposition import samples, value
 from tests.exporter.recorded import snapshot
+from vigia.exporter.collectors import render
+from vigia.exporter.model.granularity import FULL
+from vigia.exporter.model.snapshot import ClusterSnapshot
+from vigia.exporter.model.state import UncommittedPartition, derive
+from vigia.exporter.web import api
 
 # In the healthy recording `billing` (Stable, one member owning all six `measure` partitions)
 # and `vigia-ingest` (Empty) committed every partition of `measure`.

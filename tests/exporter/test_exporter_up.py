@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from exporter.model.snapshot import BrokerLogDirs, ClusterSnapshot, PhaseError
-from exporter.model.state import derive
 from tests.exporter.test_exporter_state import _snap
+from vigia.exporter.model.snapshot import BrokerLogDirs, ClusterSnapshot, PhaseError
+from vigia.exporter.model.state import derive
 
 # Recorded on the real cluster in the collection during which broker 1 stopped.
 WHILE_A_BROKER_STOPS = (

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from exporter.kafka.group_requests import from_kafka_python, plan_describes
-from exporter.model.snapshot import GroupMember, TopicPartitionRef
 from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot
+from vigia.exporter.kafka.group_requests import from_kafka_python, plan_describes
+from vigia.exporter.model.snapshot import GroupMember, TopicPartitionRef
 
 
 def test_empty_groups_are_not_described_classic_ones_go_through_kafka_python() -> None:

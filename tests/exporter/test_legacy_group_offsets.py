@@ -11,7 +11,7 @@ from kafka import errors as kafka_errors
 from kafka.cluster import ClusterMetadata
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from exporter.kafka.group_requests import OFFSETS, GroupAnswers, LegacyGroups
+from vigia.exporter.kafka.group_requests import OFFSETS, GroupAnswers, LegacyGroups
 
 
 class MovedCoordinator:

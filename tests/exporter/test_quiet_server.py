@@ -13,8 +13,8 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from exporter.web.server import QuietServer
 from tests.conftest import free_port
+from vigia.exporter.web.server import QuietServer
 
 
 class CountingServer(QuietServer):

@@ -11,13 +11,13 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from benchmarks.mock_cluster import MockGapsAdmin
-from exporter.kafka.adapter import KafkaAdapter
-from exporter.kafka.record_times import RecordTimeReader
-from exporter.model.filters import Filters
-from exporter.model.record_time import RecordBudget
-from exporter.service import CollectionService
 from tests.conftest import MockCluster
 from tests.exporter.live import exporter_thread, wait_for
+from vigia.exporter.kafka.adapter import KafkaAdapter
+from vigia.exporter.kafka.record_times import RecordTimeReader
+from vigia.exporter.model.filters import Filters
+from vigia.exporter.model.record_time import RecordBudget
+from vigia.exporter.service import CollectionService
 
 TOPIC = "backlog"
 PER_PARTITION = 40

@@ -7,8 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from exporter.collectors import render
-from exporter.model.retention import (
+from tests.exporter.exposition import samples, value
+from tests.exporter.recorded import snapshot
+from vigia.exporter.collectors import render
+from vigia.exporter.model.retention import (
     CatchUp,
     CatchUpEstimate,
     Margin,
@@ -23,10 +25,8 @@ from exporter.model.retention import (
     partition_margin,
     topic_retention,
 )
-from exporter.model.state import ExporterState, derive
-from exporter.web import api
-from tests.exporter.exposition import samples, value
-from tests.exporter.recorded import snapshot
+from vigia.exporter.model.state import ExporterState, derive
+from vigia.exporter.web import api
 
 HOUR = 3600.0
 DAY_MS = 86_400_000

@@ -16,10 +16,6 @@ from types import MappingProxyType
 import pytest
 
 from benchmarks.exporter_snapshot import Shape, _MeasuredProbe, shaped_snapshot
-from exporter.collectors import exposition
-from exporter.model.granularity import DEFAULT, Granularity, Level
-from exporter.model.snapshot import PHASES, CommittedOffset
-from exporter.model.state import ExporterState, derive
 from tests.exporter.exposition import samples
 from tests.exporter.test_exporter_series_budget import (
     DEFAULT_RETENTION,
@@ -29,6 +25,10 @@ from tests.exporter.test_exporter_series_budget import (
     ours,
     steady_state,
 )
+from vigia.exporter.collectors import exposition
+from vigia.exporter.model.granularity import DEFAULT, Granularity, Level
+from vigia.exporter.model.snapshot import PHASES, CommittedOffset
+from vigia.exporter.model.state import ExporterState, derive
 
 PARTITIONS = 6
 KAFKA_EXPORTER_PER_GROUP = 2 * PARTITIONS + 2 + 1

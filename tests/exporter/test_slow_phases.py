@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from kafka import errors as kafka_errors
 
-from exporter.kafka.slow_phases import SlowPhases
 from tests.exporter.fake_kafka import FakeCluster, Faults
 from tests.exporter.recorded import snapshot
+from vigia.exporter.kafka.slow_phases import SlowPhases
 
 SLOW = ("describe_log_dirs", "describe_configs", "describe_metadata_quorum", "describe_cluster")
 

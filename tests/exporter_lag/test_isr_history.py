@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from exporter.model.isr_history import IsrTracker
-from exporter.recording import load_snapshot
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
+from vigia.exporter.model.isr_history import IsrTracker
+from vigia.exporter.recording import load_snapshot
 
 Partitions = Mapping[tuple[str, int], tuple[Sequence[int], Sequence[int]]]
 

@@ -10,16 +10,21 @@ from typing import Any
 
 import pytest
 
-from exporter.kafka.record_times import RecordTimeReader
-from exporter.model.granularity import FULL
-from exporter.model.lag_seconds import OffsetHistory
-from exporter.model.lag_status import GroupStatus, LagStatusTracker, Observation, PartitionStatus
-from exporter.model.record_time import RecordBudget
-from exporter.model.snapshot import RecordTime
-from exporter.model.state import ExporterState, History, derive
-from exporter.recording import Replayed, load_snapshot, replay
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 from tests.exporter.exposition import samples, value
+from vigia.exporter.kafka.record_times import RecordTimeReader
+from vigia.exporter.model.granularity import FULL
+from vigia.exporter.model.lag_seconds import OffsetHistory
+from vigia.exporter.model.lag_status import (
+    GroupStatus,
+    LagStatusTracker,
+    Observation,
+    PartitionStatus,
+)
+from vigia.exporter.model.record_time import RecordBudget
+from vigia.exporter.model.snapshot import RecordTime
+from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.recording import Replayed, load_snapshot, replay
 
 # README timeline: the earlier recording pass (21:29–21:32 UTC) was reset, then the loader wrote
 # `measure` again before the background producer started at 21:33:11.

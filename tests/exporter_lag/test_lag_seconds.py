@@ -7,7 +7,7 @@ from bisect import bisect_right
 
 import pytest
 
-from exporter.model.lag_seconds import (
+from vigia.exporter.model.lag_seconds import (
     OffsetHistory,
     estimate_lag_seconds,
     max_lag_seconds_by_group_topic,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from exporter.model.lag_status import (
+from vigia.exporter.model.lag_status import (
     GroupStatus,
     LagStatusTracker,
     Observation,

@@ -10,10 +10,11 @@ from types import MappingProxyType
 
 import pytest
 
-from exporter.collectors import render
-from exporter.kafka.record_times import RecordTimeReader
-from exporter.model.granularity import FULL
-from exporter.model.record_time import (
+from tests.exporter.exposition import samples, value
+from vigia.exporter.collectors import render
+from vigia.exporter.kafka.record_times import RecordTimeReader
+from vigia.exporter.model.granularity import FULL
+from vigia.exporter.model.record_time import (
     CAUGHT_UP,
     EXTRAPOLATED,
     INTERPOLATED,
@@ -26,7 +27,7 @@ from exporter.model.record_time import (
     method_counts,
     plan_reads,
 )
-from exporter.model.snapshot import (
+from vigia.exporter.model.snapshot import (
     Broker,
     ClusterSnapshot,
     CommittedOffset,
@@ -36,10 +37,9 @@ from exporter.model.snapshot import (
     RecordTime,
     Topic,
 )
-from exporter.model.state import ExporterState, History, derive
-from exporter.service import CollectionService
-from exporter.web import api
-from tests.exporter.exposition import samples, value
+from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.service import CollectionService
+from vigia.exporter.web import api
 
 NOW = 1_800_000_000.0
 
@@ -334,7 +334,7 @@ def test_the_step_reads_nothing_with_no_budget_or_no_time_and_logs_only_changes(
     none = _Reader(RecordBudget(partitions=0), {})
     assert none(snap, None, 10.0) is snap and none.asked == []
     reader = _Reader(RecordBudget(), {})
-    with caplog.at_level(logging.INFO, "exporter.kafka.record_times"):
+    with caplog.at_level(logging.INFO, "vigia.exporter.kafka.record_times"):
         assert reader(snap, None, 0.05) is snap  # less than 0.1 s left of the collection
         assert reader(snap, None, 0.05) is snap
         assert reader.asked == []

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.model.record_time import RECORD, Lagging, lagging_partitions
-from exporter.model.snapshot import (
+from vigia.exporter.model.record_time import RECORD, Lagging, lagging_partitions
+from vigia.exporter.model.snapshot import (
     Broker,
     ClusterSnapshot,
     CommittedOffset,
@@ -18,8 +18,8 @@ from exporter.model.snapshot import (
     Topic,
     TopicPartitionRef,
 )
-from exporter.model.state import ExporterState, History, derive
-from exporter.web import api
+from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.web import api
 
 NOW = 1_800_000_000.0
 HOUR = 3600.0

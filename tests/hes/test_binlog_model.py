@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.model.binlog import (
+from vigia.exporter.model.binlog import (
     AT_RISK,
     LOST,
     NONE,

@@ -7,11 +7,11 @@ import logging
 
 import pytest
 
-from exporter.hes.adapter import HesError
-from exporter.hes.binlog_watch import BinlogWatch
-from exporter.kafka.connect_offsets import ConnectOffsetsError
-from exporter.model.binlog import BinlogFile, BinlogTracker, SourceOffset
 from tests.hes_world import World, watcher
+from vigia.exporter.hes.adapter import HesError
+from vigia.exporter.hes.binlog_watch import BinlogWatch
+from vigia.exporter.kafka.connect_offsets import ConnectOffsetsError
+from vigia.exporter.model.binlog import BinlogFile, BinlogTracker, SourceOffset
 
 FILES = (BinlogFile("b.000001", 1000), BinlogFile("b.000002", 500))
 
@@ -49,7 +49,7 @@ class _Hes:
 def test_rounds_judge_report_errors_and_log_each_change_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, "exporter.hes.binlog_watch")
+    caplog.set_level(logging.INFO, "vigia.exporter.hes.binlog_watch")
     offsets, hes = _Offsets(), _Hes()
     watch = BinlogWatch(offsets, BinlogTracker(floor_seconds=60), interval=60, timeout=5)
     assert watch.due(0) and watch.verdict is None

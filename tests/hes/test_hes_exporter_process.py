@@ -7,10 +7,10 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from launcher.mariadb import HesDatabase
 from tests.conftest import MockCluster, free_port
 from tests.exporter.exposition import Labels
 from tests.exporter.live import exporter_process, wait_for
+from vigia.launcher.mariadb import HesDatabase
 
 TODAY = dt.datetime.now(dt.UTC).date()
 

@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from exporter.model.pipeline_flow import (
+from tests.hes_world import LOOK, STALL_AFTER, START, World, run, watcher
+from vigia.exporter.model.pipeline_flow import (
     IDLE,
     MOVING,
     PENDING,
@@ -15,8 +16,7 @@ from exporter.model.pipeline_flow import (
     UNKNOWN,
     next_flow,
 )
-from exporter.model.pipeline_hops import HesReading, SourceLook
-from tests.hes_world import LOOK, STALL_AFTER, START, World, run, watcher
+from vigia.exporter.model.pipeline_hops import HesReading, SourceLook
 
 
 def test_the_first_look_cannot_judge_and_the_second_sees_rows_move() -> None:
@@ -40,7 +40,7 @@ def test_a_connector_that_stops_moving_rows_is_stalled_within_45_seconds(
     world.tick(phase)
     world.connector = False
     stopped = world.now + world.latency  # the last row on time, then nothing
-    with caplog.at_level(logging.INFO, logger="exporter.hes.watch"):
+    with caplog.at_level(logging.INFO, logger="vigia.exporter.hes.watch"):
         flows = run(world, source, 10 * 60)
         seen = next(f for f in flows if f.state == STALLED)
         assert seen.checked_at - stopped <= LOOK + STALL_AFTER

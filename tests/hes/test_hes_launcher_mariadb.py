@@ -1,4 +1,5 @@
-"""`python -m launcher.mariadb`: an HES for the no-Docker stack, started and stopped by PID."""
+"""`python -m vigia.launcher.mariadb`: an HES for the no-Docker stack, started and stopped by
+PID."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from common.hes import connect, parse_dsn
-from launcher.mariadb import MariaDBError, binaries
 from tests.conftest import free_port
 from tests.servers import wait_until
+from vigia.common.hes import connect, parse_dsn
+from vigia.launcher.mariadb import MariaDBError, binaries
 
 
 def test_serves_writes_its_dsns_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
@@ -23,7 +24,15 @@ def test_serves_writes_its_dsns_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
         pytest.skip(str(exc))
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "launcher.mariadb", "--dir", str(tmp_path), "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "vigia.launcher.mariadb",
+            "--dir",
+            str(tmp_path),
+            "--port",
+            str(port),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from exporter.collectors import render_source
-from exporter.hes.binlog_watch import BinlogWatch
-from exporter.hes.watch import SourceWatcher
-from exporter.model.binlog import BinlogFile, BinlogTracker, SourceOffset
-from exporter.model.pipeline_hops import HesReading, TopicTailReading
 from tests.metrics_doc import documented, served
+from vigia.exporter.collectors import render_source
+from vigia.exporter.hes.binlog_watch import BinlogWatch
+from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.model.binlog import BinlogFile, BinlogTracker, SourceOffset
+from vigia.exporter.model.pipeline_hops import HesReading, TopicTailReading
 
 PREFIXES = ("vigia_hes_", "vigia_pipeline_")
 NOW = 1_795_500_000.0

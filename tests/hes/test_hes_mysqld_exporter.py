@@ -12,10 +12,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.simulator.cli import main
-from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
 from tests.servers import Server, wait_until
+from vigia.ingest.simulator.cli import main
+from vigia.launcher.mariadb import HesDatabase
 
 EXPORTER = shutil.which("prometheus-mysqld-exporter") or shutil.which("mysqld_exporter")
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from ingest.schema import MAGNITUDES, PERIODS_PER_DAY
-from ingest.simulator.cli import main
-from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
+from vigia.ingest.schema import MAGNITUDES, PERIODS_PER_DAY
+from vigia.ingest.simulator.cli import main
+from vigia.launcher.mariadb import HesDatabase
 
 DAY = dt.date(2026, 11, 20)
 

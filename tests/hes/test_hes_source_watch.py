@@ -14,12 +14,14 @@ from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 from pymysql.cursors import DictCursor
 
-from common.hes import parse_dsn
-from exporter.collectors import render_source
-from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter, HesError
-from exporter.hes.watch import SourceWatcher
-from exporter.kafka.topic_tail import TopicTail, TopicTailError
-from exporter.model.pipeline_hops import (
+from tests.conftest import MockCluster, free_port
+from tests.exporter.live import wait_for
+from vigia.common.hes import parse_dsn
+from vigia.exporter.collectors import render_source
+from vigia.exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter, HesError
+from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.kafka.topic_tail import TopicTail, TopicTailError
+from vigia.exporter.model.pipeline_hops import (
     HesReading,
     SourceLook,
     TopicTailReading,
@@ -27,10 +29,8 @@ from exporter.model.pipeline_hops import (
     measure_ts,
     watched_days,
 )
-from exporter.web.api import source_json
-from launcher.mariadb import HesDatabase
-from tests.conftest import MockCluster, free_port
-from tests.exporter.live import wait_for
+from vigia.exporter.web.api import source_json
+from vigia.launcher.mariadb import HesDatabase
 
 CLOSED, OPEN = dt.date(2026, 11, 23), dt.date(2026, 11, 24)
 NOW = dt.datetime(2026, 11, 24, 10, 0, tzinfo=dt.UTC).timestamp()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from ingest.simulator.cli import main as simulate
-from ingest.simulator.manifest import Manifest, load_manifest
+from vigia.ingest.simulator.cli import main as simulate
+from vigia.ingest.simulator.manifest import Manifest, load_manifest
 
 TOPIC = "measure"
 

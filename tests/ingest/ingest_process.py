@@ -21,7 +21,7 @@ def ingest_command(
     return [
         sys.executable,
         "-m",
-        "ingest.cli",
+        "vigia.ingest.cli",
         "run",
         "--bootstrap-servers",
         servers,

@@ -26,8 +26,8 @@ from typing import Any
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from ingest.spark_session import start_session
 from tests.spark_standalone import standalone_cluster
+from vigia.ingest.spark_session import start_session
 
 
 def rest(url: str) -> Any:

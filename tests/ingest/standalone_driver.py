@@ -28,14 +28,14 @@ from confluent_kafka import KafkaError
 from prometheus_client import CollectorRegistry, generate_latest
 from pyspark.sql import DataFrame
 
-from ingest import job
-from ingest.config import IngestConfig
-from ingest.kafka_source.retry_spool import RetrySpool
-from ingest.kafka_source.task_counts import TaskCounts
-from ingest.spark_health import SparkHealth
-from ingest.spark_session import start_session
 from tests.ingest.conftest import TOPIC, backfill, utc_day
 from tests.rdkafka_mock import LIST_OFFSETS, controlled_cluster
+from vigia.ingest import job
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.kafka_source.retry_spool import RetrySpool
+from vigia.ingest.kafka_source.task_counts import TaskCounts
+from vigia.ingest.spark_health import SparkHealth
+from vigia.ingest.spark_session import start_session
 
 BROKERS = 2
 """And partitions of the topic, and executors: one read task of each partition on each executor."""

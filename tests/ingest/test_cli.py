@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from ingest.cli import main
-from ingest.config import IngestConfig
-from ingest.job import failure_sentence, run_job
 from tests.conftest import MockCluster
 from tests.ingest.conftest import create_topic
+from vigia.ingest.cli import main
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import failure_sentence, run_job
 
 
 def paths(tmp_path: Path) -> list[str]:
@@ -53,7 +53,7 @@ def test_missing_topic_is_one_sentence_without_a_stack_trace(
         [
             sys.executable,
             "-m",
-            "ingest.cli",
+            "vigia.ingest.cli",
             "run",
             "--bootstrap-servers",
             mock_cluster.bootstrap_servers,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.config import ConfigError, IngestConfig, load_config
+from vigia.ingest.config import ConfigError, IngestConfig, load_config
 
 SERVERS = ["--bootstrap-servers", "b1:9092"]
 

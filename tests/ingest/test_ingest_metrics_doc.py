@@ -8,9 +8,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
-from ingest.spark_health import SparkHealth
 from tests.metrics_doc import documented, served
+from vigia.ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
+from vigia.ingest.spark_health import SparkHealth
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "progress-backlog.json").read_text())
 EXECUTORS = json.loads(

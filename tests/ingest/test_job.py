@@ -27,22 +27,22 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
-import ingest.job
-from ingest.cli import build_parser
-from ingest.completeness import main_completeness
-from ingest.config import IngestConfig
-from ingest.job import IngestJob, preflight_kafka, run_job, serve_metrics
-from ingest.kafka_source.adapter import KafkaAdmin
-from ingest.kafka_source.counts import summed
-from ingest.kafka_source.retry_spool import RetrySpool
-from ingest.kafka_source.task_counts import TaskCounts
-from ingest.metrics import IngestMetrics
-from ingest.schema import MEASURE_KEY_COLUMNS, REASONS
-from ingest.simulator.manifest import Manifest
+import vigia.ingest.job
 from tests.conftest import MockCluster, free_port, start_mock_cluster
 from tests.ingest.conftest import TOPIC, backfill, create_topic, utc_day
 from tests.ingest.test_source_restart import restart
 from tests.rdkafka_mock import controlled_cluster
+from vigia.ingest.cli import build_parser
+from vigia.ingest.completeness import main_completeness
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import IngestJob, preflight_kafka, run_job, serve_metrics
+from vigia.ingest.kafka_source.adapter import KafkaAdmin
+from vigia.ingest.kafka_source.counts import summed
+from vigia.ingest.kafka_source.retry_spool import RetrySpool
+from vigia.ingest.kafka_source.task_counts import TaskCounts
+from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS, REASONS
+from vigia.ingest.simulator.manifest import Manifest
 
 pytestmark = pytest.mark.spark
 
@@ -444,8 +444,10 @@ def test_a_batch_without_a_valid_message_is_quarantined_and_the_run_goes_on(
     assert producer.flush(30) == 0
     config = job_config(mock_cluster, tmp_path, max_offsets_per_trigger=len(bad))
     made: list[IngestMetrics] = []
-    make = ingest.job.job_metrics
-    monkeypatch.setattr(ingest.job, "job_metrics", lambda *a: made.append(make(*a)) or made[-1])
+    make = vigia.ingest.job.job_metrics
+    monkeypatch.setattr(
+        vigia.ingest.job, "job_metrics", lambda *a: made.append(make(*a)) or made[-1]
+    )
 
     assert run_job(config, spark) == 0
 

@@ -34,14 +34,14 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from ingest.config import IngestConfig
-from ingest.kafka_source.adapter import KafkaAdmin
-from ingest.schema import MEASURE_KEY_COLUMNS
-from ingest.simulator.manifest import Manifest
 from tests.conftest import MockCluster, free_port
 from tests.ingest.conftest import TOPIC, backfill, create_topic, utc_day
 from tests.ingest.ingest_process import ingest_command, log_entries, wait_for
 from tests.spark_standalone import LOOPBACK, StandaloneCluster, executors, standalone_cluster
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.kafka_source.adapter import KafkaAdmin
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS
+from vigia.ingest.simulator.manifest import Manifest
 
 pytestmark = pytest.mark.spark
 

@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.job import running_since
-from ingest.metrics import (
+from vigia.ingest.job import running_since
+from vigia.ingest.metrics import (
     BatchWritten,
     IngestListener,
     IngestMetrics,

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from ingest.kafka_source.offsets import (
+from vigia.ingest.kafka_source.offsets import (
     OffsetRange,
     OffsetSpecError,
     StartingOffsets,

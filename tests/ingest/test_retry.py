@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, partition_watermarks
-from ingest.kafka_source.retry import (
+from vigia.ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, partition_watermarks
+from vigia.ingest.kafka_source.retry import (
     CallFailed,
     Failure,
     GaveUp,
@@ -22,8 +22,8 @@ from ingest.kafka_source.retry import (
     is_retriable,
     retrying,
 )
-from ingest.kafka_source.retry_spool import RetrySpool, read_spool, spool_observer
-from ingest.metrics import IngestMetrics
+from vigia.ingest.kafka_source.retry_spool import RetrySpool, read_spool, spool_observer
+from vigia.ingest.metrics import IngestMetrics
 
 TOPIC = "measure"
 NOT_LEADER = KafkaError.NOT_LEADER_FOR_PARTITION
@@ -109,7 +109,7 @@ def test_retrying_rides_through_retriable_errors_and_logs_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock, seen, refreshed = FakeClock(), [], []
-    caplog.set_level(logging.INFO, "ingest.kafka_source.retry")
+    caplog.set_level(logging.INFO, "vigia.ingest.kafka_source.retry")
     result = retrying(
         "list_offsets",
         scripted([NOT_LEADER, FENCED, None], clock),

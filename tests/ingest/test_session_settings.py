@@ -7,7 +7,7 @@ import pytest
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from ingest.job import session_settings
+from vigia.ingest.job import session_settings
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from ingest.sinks import INTENT_DIR, ExactlyOnceSink, HadoopFs, Output, plan_moves
+from vigia.ingest.sinks import INTENT_DIR, ExactlyOnceSink, HadoopFs, Output, plan_moves
 
 
 class Crash(Exception):
@@ -128,7 +128,7 @@ def test_check_writable_says_which_path_is_not_writable(
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    from ingest.sinks import SinkError
+    from vigia.ingest.sinks import SinkError
 
     with pytest.raises(SinkError, match=r"the output path .*a-file/out is not writable"):
         HadoopFs(spark).check_writable(str(blocker / "out"), "output")

@@ -14,13 +14,13 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from ingest.kafka_source import reader
-from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, consumer_config
-from ingest.kafka_source.offsets import OffsetRange, PartitionLoss, from_json
-from ingest.kafka_source.options import SourceOptionError, SourceOptions
-from ingest.kafka_source.reader import ARROW_SCHEMA, read_range
-from ingest.kafka_source.source import KafkaInputPartition, KafkaStreamReader
 from tests.conftest import MockCluster
+from vigia.ingest.kafka_source import reader
+from vigia.ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, consumer_config
+from vigia.ingest.kafka_source.offsets import OffsetRange, PartitionLoss, from_json
+from vigia.ingest.kafka_source.options import SourceOptionError, SourceOptions
+from vigia.ingest.kafka_source.reader import ARROW_SCHEMA, read_range
+from vigia.ingest.kafka_source.source import KafkaInputPartition, KafkaStreamReader
 
 TOPIC = "measure"
 

@@ -12,9 +12,6 @@ import pytest
 from confluent_kafka import KafkaError
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, consumer_config
-from ingest.kafka_source.offsets import OffsetRange, from_json
-from ingest.kafka_source.reader import read_range
 from tests.ingest.test_source import TOPIC, produce, read_batch, rows, stream_reader
 from tests.rdkafka_mock import (
     LIST_OFFSETS,
@@ -23,6 +20,9 @@ from tests.rdkafka_mock import (
     controlled_cluster,
     leaders,
 )
+from vigia.ingest.kafka_source.adapter import KafkaAdmin, KafkaSourceError, consumer_config
+from vigia.ingest.kafka_source.offsets import OffsetRange, from_json
+from vigia.ingest.kafka_source.reader import read_range
 
 NOT_LEADER = KafkaError.NOT_LEADER_FOR_PARTITION
 NEWER_EPOCH = KafkaError.UNKNOWN_LEADER_EPOCH

@@ -13,7 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.spark_health import (
+from vigia.ingest.spark_health import (
     Health,
     Seen,
     SparkHealth,

@@ -14,7 +14,9 @@ from confluent_kafka import KafkaError
 from pyspark import cloudpickle
 from pyspark.accumulators import Accumulator
 
-from ingest.kafka_source.counts import (
+from tests.ingest.test_source import TOPIC, produce, rows
+from tests.rdkafka_mock import LIST_OFFSETS, ControlledCluster, controlled_cluster
+from vigia.ingest.kafka_source.counts import (
     added,
     retries_of,
     retry,
@@ -22,19 +24,17 @@ from ingest.kafka_source.counts import (
     skipped_of,
     summed,
 )
-from ingest.kafka_source.offsets import OffsetRange, PartitionLoss
-from ingest.kafka_source.options import SourceOptions
-from ingest.kafka_source.retry_spool import RetrySpool
-from ingest.kafka_source.source import (
+from vigia.ingest.kafka_source.offsets import OffsetRange, PartitionLoss
+from vigia.ingest.kafka_source.options import SourceOptions
+from vigia.ingest.kafka_source.retry_spool import RetrySpool
+from vigia.ingest.kafka_source.source import (
     KafkaDataSource,
     KafkaInputPartition,
     KafkaStreamReader,
     counted_source,
 )
-from ingest.kafka_source.task_counts import CountsParam, TaskCounts
-from ingest.metrics import IngestMetrics
-from tests.ingest.test_source import TOPIC, produce, rows
-from tests.rdkafka_mock import LIST_OFFSETS, ControlledCluster, controlled_cluster
+from vigia.ingest.kafka_source.task_counts import CountsParam, TaskCounts
+from vigia.ingest.metrics import IngestMetrics
 
 # Accumulator ids of this process's test accumulators: far from a SparkContext's (from 0).
 _AIDS = itertools.count(10_000)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ingest.schema import KAFKA_SOURCE_SCHEMA
+from vigia.ingest.schema import KAFKA_SOURCE_SCHEMA
 
 KAFKA_TIME = dt.datetime(2026, 11, 20, 9, 20, tzinfo=dt.UTC)
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from ingest.completeness import (
+from vigia.ingest.completeness import (
     EXIT_COMPLETE,
     EXIT_INVALID,
     InputError,
@@ -25,8 +25,8 @@ from ingest.completeness import (
     main_completeness,
     summarise_keys,
 )
-from ingest.schema import MAGNITUDES
-from ingest.simulator.manifest import Manifest, MeterRange, write_manifest
+from vigia.ingest.schema import MAGNITUDES
+from vigia.ingest.simulator.manifest import Manifest, MeterRange, write_manifest
 
 DAY = dt.date(2026, 11, 20)
 METERS = ["UY000001", "UY000002", "UY000003"]

@@ -12,8 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from common.hes import parse_dsn
-from ingest.completeness import (
+from tests.conftest import free_port
+from tests.hes_db import hes, hes_db
+from vigia.common.hes import parse_dsn
+from vigia.ingest.completeness import (
     EXIT_COMPLETE,
     EXIT_INCOMPLETE,
     EXIT_INVALID,
@@ -22,11 +24,9 @@ from ingest.completeness import (
     expected_keys,
     main_completeness,
 )
-from ingest.hes_source import DayRowsRefresher, day_keys, day_rows
-from ingest.metrics import IngestMetrics, day_window
-from launcher.mariadb import HesDatabase
-from tests.conftest import free_port
-from tests.hes_db import hes, hes_db
+from vigia.ingest.hes_source import DayRowsRefresher, day_keys, day_rows
+from vigia.ingest.metrics import IngestMetrics, day_window
+from vigia.launcher.mariadb import HesDatabase
 
 __all__ = ["hes", "hes_db"]
 

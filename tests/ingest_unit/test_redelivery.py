@@ -11,13 +11,13 @@ import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from ingest import transform
-from ingest.config import IngestConfig
-from ingest.job import BatchWriter
-from ingest.metrics import IngestMetrics
-from ingest.schema import MEASURE_KEY_COLUMNS, REDELIVERED, SNAPSHOT_FIELD
-from ingest.sinks import ExactlyOnceSink
 from tests.ingest_unit.conftest import kafka_frame
+from vigia.ingest import transform
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import BatchWriter
+from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS, REDELIVERED, SNAPSHOT_FIELD
+from vigia.ingest.sinks import ExactlyOnceSink
 
 pytestmark = pytest.mark.spark
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.cli import build_parser
-from ingest.completeness import CompletenessReport, InputError
-from ingest.repair import (
+from vigia.ingest.cli import build_parser
+from vigia.ingest.completeness import CompletenessReport, InputError
+from vigia.ingest.repair import (
     EXIT_REPAIRED,
     EXIT_STILL_SHORT,
     SIGNAL_TYPE,
@@ -25,7 +25,7 @@ from ingest.repair import (
     snapshot_signal,
     wait_until_repaired,
 )
-from ingest.repair_cli import DEFAULT_CONNECT_URL, SIGNAL_DSN_ENV, signal_dsn_text
+from vigia.ingest.repair_cli import DEFAULT_CONNECT_URL, SIGNAL_DSN_ENV, signal_dsn_text
 
 DAY = dt.date(2026, 11, 20)
 COMPLETE = CompletenessReport(

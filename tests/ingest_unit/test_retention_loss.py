@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.completeness import CompletenessReport, with_retention_losses
-from ingest.loss_log import LOSS_DIR, loss_dir, pyarrow_uri, read_losses, record_loss
-from ingest.retention_loss import RetentionLoss, day_loss, merged
+from vigia.ingest.completeness import CompletenessReport, with_retention_losses
+from vigia.ingest.loss_log import LOSS_DIR, loss_dir, pyarrow_uri, read_losses, record_loss
+from vigia.ingest.retention_loss import RetentionLoss, day_loss, merged
 
 DAY = dt.date(2026, 11, 20)
 NOON = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)

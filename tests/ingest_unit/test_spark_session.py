@@ -25,7 +25,7 @@ def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
 # session's context starts, and the folder's shared session must stay as it is.
 _CHILD = """
 import json, sys
-from ingest.spark_session import start_session
+from vigia.ingest.spark_session import start_session
 spark = start_session(
     "vigia-deployment-python", {"spark.master": "local[1]", "spark.ui.enabled": "false"}
 )

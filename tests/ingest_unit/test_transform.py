@@ -11,7 +11,8 @@ import pytest
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from ingest.schema import (
+from tests.ingest_unit.conftest import kafka_frame
+from vigia.ingest.schema import (
     KAFKA_SOURCE_COLUMNS,
     QUARANTINE_SCHEMA,
     REASONS,
@@ -19,9 +20,9 @@ from ingest.schema import (
     VALID_SCHEMA,
     Reason,
 )
-from ingest.simulator.generator import generate_day
-from ingest.simulator.malformed import malformed_value
-from ingest.transform import (
+from vigia.ingest.simulator.generator import generate_day
+from vigia.ingest.simulator.malformed import malformed_value
+from vigia.ingest.transform import (
     OBSERVED_NEWEST_TS,
     OBSERVED_ROWS,
     OBSERVED_VALID,
@@ -35,7 +36,6 @@ from ingest.transform import (
     split_classified,
     split_valid_invalid,
 )
-from tests.ingest_unit.conftest import kafka_frame
 
 pytestmark = pytest.mark.spark
 

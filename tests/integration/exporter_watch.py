@@ -29,13 +29,13 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from common.kafka_config import ENV_VAR
-from exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.realstack.groups import commit_groups
 from tests.realstack.targets import BrokerControl, SecuredTarget
 from tests.realstack.topics import create_topic
+from vigia.common.kafka_config import ENV_VAR
+from vigia.exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 
 pytestmark = pytest.mark.integration
 

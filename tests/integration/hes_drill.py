@@ -15,9 +15,6 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from common import kafka_config
-from ingest.config import IngestConfig
-from ingest.kafka_source.offsets import to_json
 from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running
 from tests.integration.hes_leg import (
@@ -30,6 +27,9 @@ from tests.integration.hes_leg import (
     keys_of,
     stored_keys,
 )
+from vigia.common import kafka_config
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.kafka_source.offsets import to_json
 
 BATCH, EVERY = 10, 0.5  # 20 rows a second, each batch one transaction
 DEADLINE = 120.0

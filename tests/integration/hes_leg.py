@@ -14,13 +14,13 @@ import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import SparkSession
 
-from common.hes import UPSERT, connect, naive_utc, parse_dsn
-from ingest.config import IngestConfig
-from ingest.job import IngestJob, preflight_kafka
-from ingest.kafka_source.adapter import KafkaAdmin
-from ingest.metrics import IngestMetrics
-from ingest.schema import MAGNITUDES, MEASURE_KEY_COLUMNS
 from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
+from vigia.common.hes import UPSERT, connect, naive_utc, parse_dsn
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import IngestJob, preflight_kafka
+from vigia.ingest.kafka_source.adapter import KafkaAdmin
+from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.schema import MAGNITUDES, MEASURE_KEY_COLUMNS
 
 CONNECT, HES, WRITER, KAFKA, JMX = "connect", "hes", "writer", "kafka", "jmx"
 TOPIC = "measure"  # where the connector's RegexRouter sends cdc.hes.measure

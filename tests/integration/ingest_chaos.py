@@ -17,12 +17,12 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from common import kafka_config
-from ingest.config import IngestConfig
-from ingest.job import run_job
-from ingest.kafka_source.adapter import KafkaAdmin
-from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.realstack.targets import BrokerControl
+from vigia.common import kafka_config
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import run_job
+from vigia.ingest.kafka_source.adapter import KafkaAdmin
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS
 
 IN_SYNC_TIMEOUT_S = 600.0
 FIRST_BATCH_TIMEOUT_S = 600.0

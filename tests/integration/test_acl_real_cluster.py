@@ -22,11 +22,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from common.kafka_config import ENV_VAR
 from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, wait_for
 from tests.realstack.kafka_cluster import SECURED_USER, KafkaCluster
 from tests.realstack.topics import create_topic
+from vigia.common.kafka_config import ENV_VAR
 
 pytestmark = pytest.mark.integration
 DEADLINE = 120.0

@@ -21,17 +21,17 @@ from typing import Any
 import httpx
 import pytest
 
-from exporter.connect.adapter import ConnectClient
-from exporter.connect.collector import render_connect
-from exporter.connect.model import STATES, parse_expanded
-from exporter.connect.stall import CAUSES
-from exporter.connect.watcher import ConnectWatcher
-from launcher.mariadb import HesDatabase
 from tests.exporter.exposition import Samples, samples, value
 from tests.realstack.connect_worker import ConnectWorker, connector_config
 from tests.realstack.plugin import RealStack
 from tests.realstack.targets import ConnectTarget
 from tests.requirements import require
+from vigia.exporter.connect.adapter import ConnectClient
+from vigia.exporter.connect.collector import render_connect
+from vigia.exporter.connect.model import STATES, parse_expanded
+from vigia.exporter.connect.stall import CAUSES
+from vigia.exporter.connect.watcher import ConnectWatcher
+from vigia.launcher.mariadb import HesDatabase
 
 pytestmark = pytest.mark.integration
 

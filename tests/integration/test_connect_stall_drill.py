@@ -34,8 +34,6 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from common import kafka_config
-from exporter.connect.stall import CAUSES
 from tests.exporter.live import exporter_process, wait_for
 from tests.integration.hes_drill import (
     BATCH,
@@ -69,6 +67,8 @@ from tests.realstack.connect_worker import HARNESS_REBALANCE_DELAY_MS, ConnectWo
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.moments import Moments
 from tests.servers import ALERTMANAGER, PROMETHEUS, start_alertmanager, start_prometheus
+from vigia.common import kafka_config
+from vigia.exporter.connect.stall import CAUSES
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.prometheus]
 

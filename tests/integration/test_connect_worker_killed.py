@@ -26,8 +26,6 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from common import kafka_config
-from exporter.connect.stall import CAUSES
 from tests.exporter.live import exporter_process, wait_for
 from tests.integration.hes_drill import (
     BATCH,
@@ -51,6 +49,8 @@ from tests.integration.hes_leg import (
 )
 from tests.realstack.connect_worker import ConnectWorker
 from tests.realstack.moments import Moments
+from vigia.common import kafka_config
+from vigia.exporter.connect.stall import CAUSES
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -24,11 +24,11 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.realstack.connect_worker import ConnectWorker, connector_config
+from vigia.launcher.mariadb import HesDatabase
 
 EXPIRE = 60  # seconds: binlog_expire_logs_seconds for the drill
 FLOOR = 30  # --binlog-risk-floor

@@ -36,12 +36,6 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from common import kafka_config
-from common.hes import UPSERT, connect, naive_utc, parse_dsn
-from exporter.connect.stall import CAUSES
-from exporter.model.pipeline_flow import IDLE, MOVING, STALLED
-from exporter.model.pipeline_hops import HOPS
-from ingest.schema import MAGNITUDES
 from tests.exporter.exposition import Samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.integration.hes_drill import every_row_once_in_parquet
@@ -62,6 +56,12 @@ from tests.integration.hes_leg import (
 )
 from tests.realstack.moments import Moments
 from tests.realstack.targets import HesTarget
+from vigia.common import kafka_config
+from vigia.common.hes import UPSERT, connect, naive_utc, parse_dsn
+from vigia.exporter.connect.stall import CAUSES
+from vigia.exporter.model.pipeline_flow import IDLE, MOVING, STALLED
+from vigia.exporter.model.pipeline_hops import HOPS
+from vigia.ingest.schema import MAGNITUDES
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from common.hes import connect, epoch_seconds, parse_dsn
-from exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
-from exporter.model.pipeline_hops import watched_days
 from tests.realstack.targets import HesTarget
+from vigia.common.hes import connect, epoch_seconds, parse_dsn
+from vigia.exporter.hes.adapter import DAY_ROWS, NEWEST_ROW, HesAdapter
+from vigia.exporter.model.pipeline_hops import watched_days
 
 pytestmark = pytest.mark.integration
 

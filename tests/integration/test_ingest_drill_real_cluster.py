@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from common import kafka_config
 from tests.deploy.ingest_drill import fast_config_dir, run_drill, vigia_stack, wait_until_healthy
 from tests.deploy.test_launcher_run import marker  # noqa: F401
 from tests.ingest.conftest import backfill, utc_day
 from tests.realstack.topics import create_topic
 from tests.servers import MISSING
+from vigia.common import kafka_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -17,16 +17,16 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from common import kafka_config
-from ingest.cli import build_parser
-from ingest.completeness import main_completeness
-from ingest.config import IngestConfig
-from ingest.job import IngestJob, preflight_kafka
-from ingest.kafka_source.adapter import KafkaAdmin
-from ingest.metrics import IngestMetrics
-from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.ingest.conftest import backfill, utc_day
 from tests.realstack.topics import create_topic
+from vigia.common import kafka_config
+from vigia.ingest.cli import build_parser
+from vigia.ingest.completeness import main_completeness
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import IngestJob, preflight_kafka
+from vigia.ingest.kafka_source.adapter import KafkaAdmin
+from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -31,19 +31,19 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from common import kafka_config
-from ingest.cli import build_parser
-from ingest.completeness import EXIT_INCOMPLETE, main_completeness
-from ingest.config import IngestConfig
-from ingest.job import IngestJob, preflight_kafka
-from ingest.kafka_source.offsets import to_json
-from ingest.metrics import IngestMetrics
-from ingest.repair import EXIT_REPAIRED
-from ingest.repair_cli import SIGNAL_DSN_ENV, main_repair
-from ingest.schema import MAGNITUDES
 from tests.exporter.live import wait_for
 from tests.integration.hes_leg import Key, insert, stored_keys, topic_ends
 from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
+from vigia.common import kafka_config
+from vigia.ingest.cli import build_parser
+from vigia.ingest.completeness import EXIT_INCOMPLETE, main_completeness
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import IngestJob, preflight_kafka
+from vigia.ingest.kafka_source.offsets import to_json
+from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.repair import EXIT_REPAIRED
+from vigia.ingest.repair_cli import SIGNAL_DSN_ENV, main_repair
+from vigia.ingest.schema import MAGNITUDES
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

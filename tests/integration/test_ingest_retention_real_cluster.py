@@ -24,18 +24,18 @@ import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from pyspark.sql import SparkSession
 
-from ingest.cli import build_parser
-from ingest.completeness import EXIT_INCOMPLETE, main_completeness
-from ingest.config import IngestConfig
-from ingest.job import IngestJob, preflight_kafka
-from ingest.kafka_source.adapter import KafkaAdmin
-from ingest.kafka_source.retry_spool import RetrySpool
-from ingest.loss_log import loss_dir, read_losses
-from ingest.metrics import IngestMetrics
-from ingest.schema import MEASURE_KEY_COLUMNS
 from tests.exporter.live import wait_for
 from tests.ingest.conftest import backfill, utc_day
 from tests.realstack.topics import create_topic
+from vigia.ingest.cli import build_parser
+from vigia.ingest.completeness import EXIT_INCOMPLETE, main_completeness
+from vigia.ingest.config import IngestConfig
+from vigia.ingest.job import IngestJob, preflight_kafka
+from vigia.ingest.kafka_source.adapter import KafkaAdmin
+from vigia.ingest.kafka_source.retry_spool import RetrySpool
+from vigia.ingest.loss_log import loss_dir, read_losses
+from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from common.kafka_config import ENV_VAR
 from tests.exporter.exposition import value
 from tests.exporter.live import Running, exporter_process, wait_for
 from tests.realstack.targets import SecuredTarget
 from tests.realstack.topics import create_topic
+from vigia.common.kafka_config import ENV_VAR
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,14 @@ def run(args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str,
 
 def simulator(bootstrap: str, topic: str, tmp_path: Path) -> list[str]:
     return [
-        *("ingest.simulator.cli", "backfill", "--bootstrap-servers", bootstrap, "--topic", topic),
+        *(
+            "vigia.ingest.simulator.cli",
+            "backfill",
+            "--bootstrap-servers",
+            bootstrap,
+            "--topic",
+            topic,
+        ),
         *("--meters", "2", "--metrics-port", "0", "--connect-timeout", "30"),
         *("--manifest", str(tmp_path / "manifest.json")),
     ]
@@ -87,7 +94,7 @@ def simulator(bootstrap: str, topic: str, tmp_path: Path) -> list[str]:
 
 def ingest(bootstrap: str, topic: str, tmp_path: Path) -> list[str]:
     return [
-        *("ingest.cli", "run", "--bootstrap-servers", bootstrap, "--topic", topic),
+        *("vigia.ingest.cli", "run", "--bootstrap-servers", bootstrap, "--topic", topic),
         *("--group-id", topic, "--available-now", "--kafka-timeout", "30s"),
         *("--output", str(tmp_path / "out"), "--quarantine", str(tmp_path / "quarantine")),
         *("--checkpoint", str(tmp_path / "checkpoint")),

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 import pytest
 import yaml
 
-from exporter.model.granularity import DEFAULT, Level
 from tests.conftest import free_port
 from tests.monitoring import boards
 from tests.monitoring.community_7589 import QUERIES as COMMUNITY_QUERIES
@@ -38,6 +37,7 @@ from tests.servers import (
     start_prometheus,
     wait_until,
 )
+from vigia.exporter.model.granularity import DEFAULT, Level
 
 HISTORY_SECONDS = 2 * 3600
 WARMUP = 15 * 60  # the first minutes lack the 5m-15m windows rates and derivatives need

@@ -18,15 +18,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from exporter.connect.collector import render_connect
-from exporter.connect.model import ConnectView, parse_expanded, parse_root
-from exporter.connect.stall import Pipeline
-from exporter.connect.watcher import ConnectReport, next_report
-from exporter.model.binlog import STATES
-from exporter.model.pipeline_flow import MOVING, STALLED, UNKNOWN, Flow
-from exporter.model.schema_history import REASONS
 from tests.connect.recorded import FIXTURES, answer
 from tests.monitoring.history import EXPORTER, Sample, Target, parse_exposition
+from vigia.exporter.connect.collector import render_connect
+from vigia.exporter.connect.model import ConnectView, parse_expanded, parse_root
+from vigia.exporter.connect.stall import Pipeline
+from vigia.exporter.connect.watcher import ConnectReport, next_report
+from vigia.exporter.model.binlog import STATES
+from vigia.exporter.model.pipeline_flow import MOVING, STALLED, UNKNOWN, Flow
+from vigia.exporter.model.schema_history import REASONS
 
 CONNECT = Target("kafka-connect", "connect:9404")
 MYSQLD = Target("mysqld", "hes:9104")

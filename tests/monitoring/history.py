@@ -37,9 +37,9 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from exporter.model.granularity import DEFAULT, Granularity
-from exporter.recording import replay
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
+from vigia.exporter.model.granularity import DEFAULT, Granularity
+from vigia.exporter.recording import replay
 
 CLUSTER = "smartmeter"
 SCRAPE_INTERVAL = 15.0
@@ -350,9 +350,9 @@ class IngestFeed:
 
     def __init__(self, start: float, seed: int = 5) -> None:
         # Imported here: it needs pyspark, which only the history (not the static tests) requires.
-        from ingest.metrics import BatchWritten, IngestMetrics, ProgressSample
-        from ingest.schema import REASONS
-        from ingest.spark_health import SparkHealth
+        from vigia.ingest.metrics import BatchWritten, IngestMetrics, ProgressSample
+        from vigia.ingest.schema import REASONS
+        from vigia.ingest.spark_health import SparkHealth
 
         self._batch_written = BatchWritten
         self._progress_sample = ProgressSample
@@ -445,9 +445,9 @@ class ProbeFeed:
     INTERVAL = 5.0
 
     def __init__(self, start: float, seed: int = 7) -> None:
-        from exporter.probe.collector import ProbeCollector
-        from exporter.probe.runner import RUNNING
-        from exporter.probe.tracker import LatencyTracker
+        from vigia.exporter.probe.collector import ProbeCollector
+        from vigia.exporter.probe.runner import RUNNING
+        from vigia.exporter.probe.tracker import LatencyTracker
 
         self._rng = random.Random(seed)
         self.tracker = LatencyTracker()

@@ -15,13 +15,13 @@ import httpx
 import pytest
 import yaml
 
-from dashboard.pages import PAGE_BY_PATH
-from launcher import cli
-from launcher.demo import RULES as DEMO_RULES
 from tests.conftest import free_port
 from tests.dashboard.backends import start_dashboard
 from tests.monitoring.servers import PROMETHEUS_DIR, REPO, derived_prometheus_config
 from tests.servers import Server, start_prometheus, wait_until
+from vigia.dashboard.pages import PAGE_BY_PATH
+from vigia.launcher import cli
+from vigia.launcher.demo import RULES as DEMO_RULES
 
 CONSOLE = "{{ $externalLabels.vigia_console_url }}"
 RUNBOOKS = REPO / "docs" / "runbooks"

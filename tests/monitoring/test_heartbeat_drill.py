@@ -1,8 +1,8 @@
 """Drill of the paging path's dead man's switch: a real Prometheus evaluates
 prometheus/rules/watchdog.yml, a real Alertmanager with the rendered prometheus/alertmanager.yml
-sends the Watchdog to the heartbeat checker (`python -m launcher.heartbeat`, as vigia-stack runs
-it), and the checker logs "heartbeat missed" once Prometheus is stopped (SIGTERM by PID), "heartbeat
-back" once it runs again, and "heartbeat missed" again when Alertmanager stops.
+sends the Watchdog to the heartbeat checker (`python -m vigia.launcher.heartbeat`, as vigia-stack
+runs it), and the checker logs "heartbeat missed" once Prometheus is stopped (SIGTERM by PID),
+"heartbeat back" once it runs again, and "heartbeat missed" again when Alertmanager stops.
 
 Only timings differ from production: 1 s evaluations, Prometheus' resend delay of 1 s (so an alert
 it stops sending expires in Alertmanager after 4 s, not 4 minutes), the heartbeat route's
@@ -21,7 +21,6 @@ import httpx
 import pytest
 import yaml
 
-from dashboard.sources import ALERT_QUERY
 from tests.conftest import free_port
 from tests.monitoring.servers import (
     PROMETHEUS_DIR,
@@ -31,6 +30,7 @@ from tests.monitoring.servers import (
     render_alertmanager_config,
 )
 from tests.servers import Server, start, start_alertmanager, start_prometheus, wait_until
+from vigia.dashboard.sources import ALERT_QUERY
 
 pytestmark = pytest.mark.prometheus
 
@@ -52,7 +52,7 @@ def _fast_heartbeat_route(rendered: Path, out: Path) -> Path:
 
 
 class Checker:
-    """`python -m launcher.heartbeat` on a port known before it starts (Alertmanager's config
+    """`python -m vigia.launcher.heartbeat` on a port known before it starts (Alertmanager's config
     names it), started once Prometheus and Alertmanager run so that its gap counts from there."""
 
     def __init__(self, port: int, log: Path) -> None:
@@ -64,7 +64,7 @@ class Checker:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "launcher.heartbeat", "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "vigia.launcher.heartbeat", "--port", str(self.port)]
         self.server = start("heartbeat", cmd, self.port, self.log, "/healthz")
 
     def lines(self, text: str) -> list[str]:

@@ -17,15 +17,15 @@ from collections import defaultdict
 
 import yaml
 
-from exporter.connect.collector import render_connect
-from exporter.connect.model import ConnectView
-from exporter.connect.stall import Pipeline
-from exporter.connect.watcher import next_report
-from exporter.model.pipeline_flow import FLOW_STATES, Flow
 from tests.connect.recorded import FIXTURES, STATES
 from tests.connect.test_connect_model import recorded_reports
 from tests.monitoring.history import parse_exposition
 from tests.monitoring.servers import PROMETHEUS_DIR
+from vigia.exporter.connect.collector import render_connect
+from vigia.exporter.connect.model import ConnectView
+from vigia.exporter.connect.stall import Pipeline
+from vigia.exporter.connect.watcher import next_report
+from vigia.exporter.model.pipeline_flow import FLOW_STATES, Flow
 
 TESTS = PROMETHEUS_DIR / "tests" / "hes_test.yml"
 RECORDED = {"connector": ("hes-measure", "hes-broken"), "server": ("cdc",)}

@@ -38,7 +38,7 @@ class IngestTarget:
     """The ingest job's real collector on a loopback port, driven like the Spark listener would."""
 
     def __init__(self) -> None:
-        from ingest.metrics import IngestMetrics
+        from vigia.ingest.metrics import IngestMetrics
 
         self.metrics = IngestMetrics("measure-ingest")
         self.registry = CollectorRegistry()
@@ -51,7 +51,7 @@ class IngestTarget:
         self._batch = 0
 
     def progress(self, newest_measure: float | None) -> None:
-        from ingest.metrics import ProgressSample
+        from vigia.ingest.metrics import ProgressSample
 
         now = time.time()
         self.metrics.progress(

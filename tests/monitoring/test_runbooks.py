@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 from dash import dcc, html
 
-from dashboard.data import Fetched, Unreachable, Window
-from dashboard.pages import PAGES
-from dashboard.views.common import PageContext
 from tests.dashboard.test_dashboard_views import recorded_context
 from tests.monitoring.servers import REPO
+from vigia.dashboard.data import Fetched, Unreachable, Window
+from vigia.dashboard.pages import PAGES
+from vigia.dashboard.views.common import PageContext
 
 RUNBOOKS = sorted((REPO / "docs" / "runbooks").glob("*.md"))
 GRAFANA_BOARDS = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
@@ -160,11 +160,11 @@ def test_every_runbook_points_at_the_dash_app(path: Path) -> None:
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
-    from dashboard.config import build_parser as dashboard_parser
-    from exporter.config import build_parser as exporter_parser
-    from ingest.cli import build_parser as ingest_parser
-    from ingest.simulator.cli import build_parser as simulate_parser
-    from launcher.cli import build_parser as stack_parser
+    from vigia.dashboard.config import build_parser as dashboard_parser
+    from vigia.exporter.config import build_parser as exporter_parser
+    from vigia.ingest.cli import build_parser as ingest_parser
+    from vigia.ingest.simulator.cli import build_parser as simulate_parser
+    from vigia.launcher.cli import build_parser as stack_parser
 
     return {
         "vigia-exporter": exporter_parser({}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.probe.collector import (
+from vigia.exporter.probe.collector import (
     COVERED_HELP,
     MESSAGES_HELP,
     PRODUCE_LATENCY_HELP,
@@ -14,7 +14,7 @@ from exporter.probe.collector import (
     UP_HELP,
     ProbeCollector,
 )
-from exporter.probe.tracker import LatencyTracker, ProbeStats
+from vigia.exporter.probe.tracker import LatencyTracker, ProbeStats
 
 
 def stats() -> ProbeStats:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.probe.planner import ProbePartition, coverage, preferred_elections
+from vigia.exporter.probe.planner import ProbePartition, coverage, preferred_elections
 
 BROKERS = (1, 2, 3)
 # The layout the planner creates: partition i's preferred leader is broker i + 1.

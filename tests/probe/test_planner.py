@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from exporter.probe.planner import Assignment, plan_probe_topic
+from vigia.exporter.probe.planner import Assignment, plan_probe_topic
 
 TOPIC = "vigia-probe"
 

@@ -21,9 +21,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from exporter.probe.runner import ProbeRunner, ProbeSettings
-from exporter.probe.tracker import ProbeStats
 from tests.conftest import MockCluster
+from vigia.exporter.probe.runner import ProbeRunner, ProbeSettings
+from vigia.exporter.probe.tracker import ProbeStats
 
 TOPIC = "vigia-probe"
 FAST = ProbeSettings(
@@ -33,7 +33,7 @@ FAST = ProbeSettings(
     reconcile_interval_seconds=60.0,
     request_timeout_seconds=0.5,
 )
-RUNNER_LOG = "exporter.probe.runner"
+RUNNER_LOG = "vigia.exporter.probe.runner"
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:

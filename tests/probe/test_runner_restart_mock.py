@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter.probe.runner import ProbeRunner, ProbeSettings
 from tests.probe.mock_control import MockClusterProcess
 from tests.probe.test_runner_mock import count, stats, wait_for
+from vigia.exporter.probe.runner import ProbeRunner, ProbeSettings
 
 TOPIC = "vigia-probe"
 SETTINGS = ProbeSettings(
@@ -79,7 +79,7 @@ def test_a_stopped_broker_fails_its_probes_only_and_recovery_needs_nobody(
 def test_a_drifted_leader_is_reported_uncovered_and_an_election_is_asked_for(
     mock: MockClusterProcess, runner: ProbeRunner, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="exporter.probe.runner")
+    caplog.set_level(logging.INFO, logger="vigia.exporter.probe.runner")
     wait_for(lambda: runner.coverage() == {1: True, 2: True, 3: True}, "full coverage")
 
     # Broker 1 restarted: its partition failed over to broker 2 and stayed there.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.probe.tracker import LatencyTracker, ProbeStats
+from vigia.exporter.probe.tracker import LatencyTracker, ProbeStats
 
 
 def send(tracker: LatencyTracker, round_id: int, partition: int, broker: int, at: float) -> None:

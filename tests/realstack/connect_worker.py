@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 
-from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
 from tests.realstack.kafka_cluster import find_jmx_agent
 from tests.realstack.process import LoggedProcess, StartError
+from vigia.launcher.mariadb import HesDatabase
 
 REPO = Path(__file__).resolve().parents[2]
 CONNECT_DIR = REPO / "docker" / "connect"

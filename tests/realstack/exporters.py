@@ -1,6 +1,6 @@
 """Exporters run as processes against a real cluster and scraped as Prometheus would: Vigía's
-(`python -m exporter.cli`, from this checkout) and kafka_exporter 1.9.0, the exporter most Kafka
-users run (../shared/kafka-exporter). Shared by the series budget test and the benchmarks."""
+(`python -m vigia.exporter.cli`, from this checkout) and kafka_exporter 1.9.0, the exporter most
+Kafka users run (../shared/kafka-exporter). Shared by the series budget test and the benchmarks."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def exporter_argv(bootstrap: str, port: int, *extra: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "exporter.cli",
+        "vigia.exporter.cli",
         "--bootstrap-servers",
         bootstrap,
         "--port",

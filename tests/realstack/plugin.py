@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from launcher.mariadb import HesDatabase
 from tests.conftest import free_port
 from tests.realstack.connect_worker import HARNESS_REBALANCE_DELAY_MS, ConnectWorker
 from tests.realstack.kafka_cluster import KafkaCluster
@@ -37,6 +36,7 @@ from tests.realstack.targets import (
     ShellBrokers,
     shell,
 )
+from vigia.launcher.mariadb import HesDatabase
 
 KAFKA_HOME_ENV = "VIGIA_TEST_KAFKA_HOME"
 CONNECT_HOME_ENV = "VIGIA_TEST_CONNECT_HOME"
@@ -273,7 +273,7 @@ def secured_target(request: pytest.FixtureRequest) -> SecuredTarget:
         text = _env(OPTIONS_ENV)
         if not text:
             pytest.skip(f"{OPTIONS_ENV} is not set: no secured listener to test against")
-        from common.kafka_config import parse_pairs
+        from vigia.common.kafka_config import parse_pairs
 
         bootstrap = _env(SECURED_BOOTSTRAP_ENV) or _env(BOOTSTRAP_ENV)
         return SecuredTarget(bootstrap, parse_pairs(text.replace(",", "\n").splitlines()))

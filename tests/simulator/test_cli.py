@@ -17,11 +17,11 @@ import pytest
 from confluent_kafka import Consumer, Message
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.schema import MAGNITUDES, REASONS
-from ingest.simulator.cli import main
-from ingest.simulator.generator import generate_day
 from tests.conftest import MockCluster, free_port
 from tests.scripts import console_script
+from vigia.ingest.schema import MAGNITUDES, REASONS
+from vigia.ingest.simulator.cli import main
+from vigia.ingest.simulator.generator import generate_day
 
 DAY = dt.date(2026, 11, 20)
 

@@ -10,17 +10,17 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from ingest.schema import MAGNITUDES, REASONS
-from ingest.simulator.generator import (
+from vigia.ingest.schema import MAGNITUDES, REASONS
+from vigia.ingest.simulator.generator import (
     MAX_DELAY_SECONDS,
     DayReadings,
     Message,
     generate_day,
     period_end,
 )
-from ingest.simulator.malformed import FaultInjector
-from ingest.simulator.manifest import meter_range
-from ingest.simulator.profile import (
+from vigia.ingest.simulator.malformed import FaultInjector
+from vigia.ingest.simulator.manifest import meter_range
+from vigia.ingest.simulator.profile import (
     SOLAR_SHARE,
     MeterTraits,
     day_values,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from ingest.simulator.manifest import Manifest, load_manifest
 from tests.rdkafka_mock import PRODUCE, ControlledCluster, controlled_cluster, leaders
+from vigia.ingest.simulator.manifest import Manifest, load_manifest
 
 TOPIC = "measure"
 PARTITIONS = 4
@@ -34,7 +34,7 @@ def simulate(cluster: ControlledCluster, manifest: Path, *extra: str) -> int:
     command = [
         sys.executable,
         "-m",
-        "ingest.simulator.cli",
+        "vigia.ingest.simulator.cli",
         "backfill",
         "--bootstrap-servers",
         cluster.bootstrap_servers,

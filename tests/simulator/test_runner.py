@@ -12,19 +12,19 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from ingest.schema import MAGNITUDES, REASONS, Reason
-from ingest.simulator.delivery import DeliveryCallback, DeliveryTally
-from ingest.simulator.generator import DUPLICATE_TAG, malformed_tag, valid_tag
-from ingest.simulator.malformed import FaultInjector
-from ingest.simulator.manifest import (
+from vigia.ingest.schema import MAGNITUDES, REASONS, Reason
+from vigia.ingest.simulator.delivery import DeliveryCallback, DeliveryTally
+from vigia.ingest.simulator.generator import DUPLICATE_TAG, malformed_tag, valid_tag
+from vigia.ingest.simulator.malformed import FaultInjector
+from vigia.ingest.simulator.manifest import (
     Manifest,
     MeterRange,
     load_manifest,
     meter_range,
     write_manifest,
 )
-from ingest.simulator.metrics import RunState, SimulatorCollector
-from ingest.simulator.runner import Outage, RateLimiter, Runner
+from vigia.ingest.simulator.metrics import RunState, SimulatorCollector
+from vigia.ingest.simulator.runner import Outage, RateLimiter, Runner
 
 DAY = dt.date(2026, 11, 20)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from ingest.simulator.delivery import DeliveryTally
-from ingest.simulator.metrics import RunState, SimulatorCollector
 from tests.metrics_doc import documented, served
+from vigia.ingest.simulator.delivery import DeliveryTally
+from vigia.ingest.simulator.metrics import RunState, SimulatorCollector
 
 
 def test_simulator_families_match_docs() -> None:
