@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,9 @@ from vigia.launcher.supervisor import run
 
 log = logging.getLogger("vigia-stack")
 
-REPO_PROMETHEUS_DIR = Path(__file__).resolve().parent.parent / "prometheus"
+# The repository's prometheus/ (rules, prometheus.yml, targets, alertmanager.yml and its renderer)
+# as installed with the package: vigia/prometheus, a link in a checkout, copies in a wheel.
+PACKAGED_CONFIG_DIR = Path(str(resources.files("vigia") / "prometheus"))
 # Writes alertmanager.yml's webhook URLs from files (prometheus/ owns it; compose runs it too).
 RENDER_SCRIPT = "render-alertmanager-config.sh"
 # Alertmanager's webhook receivers, whose URLs that script reads from files.
@@ -54,7 +57,8 @@ components:
                 Watchdog heartbeat stops (docs/runbooks/Watchdog.md)     (port 9098)
                 (left out without Alertmanager, or with --alertmanager-heartbeat-url-file)
   Prometheus and Alertmanager are skipped, with a warning, when not installed
-  (unless named in --only/--with, which then fails).
+  (unless named in --only/--with, which then fails); their config missing from
+  --config-dir is an error unless they are left out (--without prometheus,alertmanager).
 
 spark cluster (--spark-workers N, with the ingest job):
   spark-master    PySpark's own standalone master     (port 7077, web UI and /json/ 8080)
@@ -68,7 +72,7 @@ run directory (--run-dir):
   data/parquet/{measures,quarantine}, checkpoints/ingest    ingest output and Spark state
   data/prometheus, data/alertmanager                         TSDB and silences
   data/spark/{master,worker-n}   Spark scratch and executors' work directories
-  prometheus/prometheus.yml   the repository's prometheus.yml and targets/*.json with compose
+  prometheus/prometheus.yml   --config-dir's prometheus.yml and targets/*.json with compose
                               service names replaced by local addresses (targets of components
                               not running here are dropped; broker JMX targets become
                               --jmx-target); rule files are used in place; the external label
@@ -307,9 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument(
         "--config-dir",
         type=Path,
-        default=Path(_env("VIGIA_STACK_CONFIG_DIR", str(REPO_PROMETHEUS_DIR))),
-        help="directory with prometheus.yml, rules/ and alertmanager.yml "
-        "(env VIGIA_STACK_CONFIG_DIR; default: the repository's prometheus/)",
+        default=Path(_env("VIGIA_STACK_CONFIG_DIR", str(PACKAGED_CONFIG_DIR))),
+        help="directory with prometheus.yml, rules/ and alertmanager.yml, for operators who keep "
+        "their own copy (env VIGIA_STACK_CONFIG_DIR; default: the one installed with Vigía, the "
+        "repository's prometheus/)",
     )
     for receiver in RECEIVERS:
         env = f"VIGIA_ALERTMANAGER_{receiver.upper()}_URL_FILE"
@@ -411,21 +416,24 @@ def _components(args: argparse.Namespace, settings: plan.Settings) -> list[str]:
         "prometheus": (settings.prometheus_binary, ["prometheus.yml"]),
         "alertmanager": (settings.alertmanager_binary, ["alertmanager.yml", RENDER_SCRIPT]),
     }
-    for name, (binary, files) in needs.items():
+    absent = {
+        name: [str(args.config_dir / f) for f in files if not (args.config_dir / f).is_file()]
+        for name, (_, files) in needs.items()
+        if name in chosen
+    }
+    if any(absent.values()):
+        # Vigía's own config: a stack started without it would have no alerting at all.
+        raise plan.PlanError(
+            f"{', '.join(f for files in absent.values() for f in files)} missing (--config-dir); "
+            f"`--without {','.join(n for n, files in absent.items() if files)}` runs without it"
+        )
+    for name, (binary, _) in needs.items():
         if name not in chosen:
             continue
-        absent = [str(args.config_dir / f) for f in files if not (args.config_dir / f).is_file()]
-        reason = (
-            f"{name} is not installed (not on PATH)"
-            if not binary
-            else f"{', '.join(absent)} missing"
-            if absent
-            else ""
-        )
-        if reason and name in explicit:
-            raise plan.PlanError(reason)
-        if reason:
-            log.warning("%s: skipping %s", reason, name)
+        if not binary and name in explicit:
+            raise plan.PlanError(f"{name} is not installed (not on PATH)")
+        if not binary:
+            log.warning("%s is not installed (not on PATH): skipping %s", name, name)
             chosen.remove(name)
     if "heartbeat" in chosen and "heartbeat" not in explicit:
         reason = (

@@ -447,6 +447,19 @@ def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
         (["--jmx-target", "kafka1:9404"], "is not ID=HOST:PORT"),
         (["--only", "prometheus", "--prometheus-binary", ""], "prometheus is not installed"),
         (["--spark-workers", "-1"], "-1 is negative"),
+        (
+            ["--bootstrap-servers", "127.0.0.1:19092", "--config-dir", "/nowhere"],
+            "/nowhere/prometheus.yml, /nowhere/alertmanager.yml, "
+            "/nowhere/render-alertmanager-config.sh missing (--config-dir); "
+            "`--without prometheus,alertmanager` runs without it",
+        ),
+        (
+            [
+                *("--bootstrap-servers", "127.0.0.1:19092", "--config-dir", "/nowhere"),
+                *("--without", "alertmanager", "--prometheus-binary", ""),
+            ],
+            "/nowhere/prometheus.yml missing (--config-dir); `--without prometheus`",
+        ),
     ],
 )
 def test_invalid_configuration_exits_2_with_one_line(
@@ -477,6 +490,15 @@ def test_a_missing_binary_is_skipped_unless_asked_for(tmp_path: Path) -> None:
         ]
     )
     assert code == 0
+    names = [line.split(":")[0] for line in (tmp_path / "Procfile").read_text().splitlines()]
+    assert names == ["exporter", "ingest", "dashboard"]
+
+
+def test_without_prometheus_and_alertmanager_their_config_is_not_needed(tmp_path: Path) -> None:
+    argv = ["--dry-run", "--bootstrap-servers", "127.0.0.1:19092", "--run-dir", str(tmp_path)]
+    assert (
+        cli.main([*argv, "--config-dir", "/nowhere", "--without", "prometheus,alertmanager"]) == 0
+    )
     names = [line.split(":")[0] for line in (tmp_path / "Procfile").read_text().splitlines()]
     assert names == ["exporter", "ingest", "dashboard"]
 
