@@ -58,10 +58,13 @@ def test_an_impure_model_or_an_upward_import_breaks_a_contract(
 ) -> None:
     for package in ("exporter", "common"):
         shutil.copytree(
-            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+            ROOT / package,
+            tmp_path / "vigia" / package,
+            ignore=shutil.ignore_patterns("__pycache__"),
         )
+    shutil.copy(ROOT / "vigia" / "__init__.py", tmp_path / "vigia")
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    with (tmp_path / "exporter" / module).open("a") as source:
+    with (tmp_path / "vigia" / "exporter" / module).open("a") as source:
         source.write(f"\n{injected}\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0
