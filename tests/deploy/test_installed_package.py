@@ -106,6 +106,16 @@ def test_the_package_adds_one_top_level_name_vigia(installed: Installed) -> None
     assert importable == "[]"
 
 
+def test_the_runbooks_and_the_boards_are_installed(installed: Installed) -> None:
+    package = installed.site_packages / "vigia"
+    runbooks = sorted(p.name for p in (package / "dashboard" / "runbooks").glob("*.md"))
+    assert runbooks == sorted(p.name for p in (ROOT / "docs" / "runbooks").glob("*.md"))
+    boards = sorted(p.name for p in (package / "grafana-dashboards").glob("*.json"))
+    assert boards == sorted(p.name for p in (ROOT / "grafana" / "dashboards").glob("*.json"))
+    jmx = sorted(p.name for p in (package / "prometheus").glob("jmx-*.yml"))
+    assert jmx == sorted(p.name for p in (ROOT / "prometheus").glob("jmx-*.yml"))
+
+
 def test_vigia_stack_plans_alerting_with_the_installed_config(installed: Installed) -> None:
     run_dir = installed.outside / "run"
     planned = installed.run(

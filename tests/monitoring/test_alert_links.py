@@ -105,7 +105,7 @@ def test_the_runbooks_ship_with_the_dashboard_package() -> None:
     link = REPO / "dashboard" / "runbooks"
     assert link.is_symlink() and link.resolve() == RUNBOOKS.resolve()
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert re.search(r'^dashboard = \["runbooks/\*\.md"\]$', pyproject, re.M)
+    assert re.search(r'^"vigia\.dashboard" = \["runbooks/\*\.md"\]$', pyproject, re.M)
     dockerfile = (REPO / "docker" / "vigia" / "Dockerfile").read_text()
     assert "COPY docs/runbooks ./docs/runbooks" in dockerfile
     ignore = (REPO / "docker" / "vigia" / "Dockerfile.dockerignore").read_text()
