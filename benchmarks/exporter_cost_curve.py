@@ -7,8 +7,9 @@ Starts the harness's real 3-node Kafka 4.0 cluster (tests/realstack), a topic ba
 `--live-groups` of them have a live member (a consumer that polls and never commits). At each size
 it runs, one after the other on the same cluster so that neither's wall time holds the other's CPU:
 
-- one `vigia-exporter` at its defaults (`python -m vigia.exporter.cli --bootstrap-servers … --port
-  …`: 15 s interval, default granularity, probe on), scraped once per collection as Prometheus would.
+- one `vigia-exporter` at its defaults (`python -m vigia.exporter.cli --bootstrap-servers …
+  --port …`: 15 s interval, default granularity, probe on), scraped once per collection as
+  Prometheus would.
   Its cost is the process's utime+stime (/proc/PID/stat) over `--collections` collections, counted
   by the exporter's own `vigia_exporter_last_collection_timestamp_seconds`, after
   `--warm-collections` (connections, first reads of record times, histories); the scrape that sees
