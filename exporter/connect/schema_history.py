@@ -30,6 +30,8 @@ class SchemaHistoryCollector:
         self._pipeline_topic = pipeline_topic
 
     def collect(self) -> Iterator[Metric]:
+        if all(report is None for report in self._reports):
+            return  # no Connect watched: no family, as for the Connect families
         values: dict[tuple[str, str, str, str], float] = {}
         state = self._state
         if state is not None and state.snapshot.topics:
