@@ -125,7 +125,8 @@ def test_vigia_stack_plans_alerting_with_the_installed_config(installed: Install
     assert planned.returncode == 0, planned.stderr
     procfile = (run_dir / "Procfile").read_text()
     names = [line.split(":")[0] for line in procfile.splitlines()]
-    assert names == ["exporter", "ingest", "dashboard", "prometheus", "alertmanager"], procfile
+    planned_names = ["exporter", "ingest", "dashboard", "prometheus", "alertmanager", "heartbeat"]
+    assert names == planned_names, procfile
 
     # Every module the Procfile runs is the installed one.
     modules = sorted(set(re.findall(r" -m (\S+)", procfile)))

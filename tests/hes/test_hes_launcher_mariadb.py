@@ -41,7 +41,7 @@ def test_serves_writes_its_dsns_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
         wait_until(dsn_file.exists, 60, "dsn.json")
         wait_until(lambda: dsn_file.read_text().strip().endswith("}"), 10, "a complete dsn.json")
         dsns = json.loads(dsn_file.read_text())
-        assert set(dsns) == {"writer", "reader", "monitor", "connect"}
+        assert set(dsns) == {"writer", "reader", "monitor", "connect", "signal"}
         assert dsn_file.stat().st_mode & 0o777 == 0o600
         connection = connect(parse_dsn(dsns["reader"]), timeout=5)
         with connection.cursor() as cursor:
