@@ -10,19 +10,19 @@ serves; `GET /status` (and `/`) says the state and the seconds since the last be
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from vigia.common.logs import setup_logging
 from vigia.launcher import heartbeat_watch
 from vigia.launcher.heartbeat_watch import Change, State
+from vigia.launcher.webhook_handler import WebhookHandler
 
 log = logging.getLogger("vigia.heartbeat")
 
@@ -62,38 +62,24 @@ def _log(change: Change | None) -> None:
         )
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(WebhookHandler):
     server: _Server
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        try:
-            payload = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            self._reply(400, {"error": "not JSON"})
+        payload = self.read_payload()
+        if payload is None:
             return
         if isinstance(payload, dict) and heartbeat_watch.is_heartbeat(payload):
             self.server.beat()
-        self._reply(200, {"status": "ok"})
+        self.reply(200, {"status": "ok"})
 
     def do_GET(self) -> None:
         if self.path == "/healthz":
-            self._reply(200, {"status": "ok"})
+            self.reply(200, {"status": "ok"})
         elif self.path in ("/", "/status"):
-            self._reply(200, self.server.status())
+            self.reply(200, self.server.status())
         else:
-            self._reply(404, {"error": "not found"})
-
-    def _reply(self, code: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """A line per beat would bury the state changes, which are the point."""
+            self.reply(404, {"error": "not found"})
 
 
 def _watch_clock(server: _Server, stop: threading.Event) -> None:

@@ -8,16 +8,16 @@ log line per alert (status, name, labels, runbook link) and is kept in memory, s
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from vigia.common.logs import setup_logging
+from vigia.launcher.webhook_handler import WebhookHandler
 
 log = logging.getLogger("vigia.receiver")
 
@@ -37,43 +37,29 @@ def describe(receiver: str, payload: dict[str, Any]) -> list[str]:
     return lines
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(WebhookHandler):
     server: _Server
 
     def do_POST(self) -> None:
         receiver = self.path.strip("/") or "webhook"
-        length = int(self.headers.get("Content-Length") or 0)
-        try:
-            payload = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            self._reply(400, {"error": "not JSON"})
+        payload = self.read_payload()
+        if payload is None:
             return
         for line in describe(receiver, payload):
             log.info("%s", line)
         with self.server.lock:
             self.server.kept.append({"receiver": receiver, **payload})
             del self.server.kept[:-MAX_KEPT]
-        self._reply(200, {"status": "ok"})
+        self.reply(200, {"status": "ok"})
 
     def do_GET(self) -> None:
         if self.path == "/healthz":
-            self._reply(200, {"status": "ok"})
+            self.reply(200, {"status": "ok"})
         elif self.path == "/notifications":
             with self.server.lock:
-                self._reply(200, list(self.server.kept))
+                self.reply(200, list(self.server.kept))
         else:
-            self._reply(404, {"error": "not found"})
-
-    def _reply(self, code: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Requests are not worth a line each; notifications are logged by do_POST."""
+            self.reply(404, {"error": "not found"})
 
 
 class _Server(ThreadingHTTPServer):
