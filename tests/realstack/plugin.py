@@ -9,7 +9,9 @@ Where each target comes from, in order:
   first time a test asks for Kafka, with other tenants' load on it; VIGIA_TEST_CONNECT_HOME as well
   starts a MariaDB HES and a Connect worker with connector hes-measure the first time a test asks
   for Connect or the HES. Everything is stopped by PID when the run ends;
-- neither: the test is skipped with one line that says what to set.
+- neither: the test is skipped with one line that says what to set (in CI: fails, tests/strict.py).
+
+VIGIA_TEST_KAFKA_EXPORTER names kafka_exporter's binary, the series budget's yardstick.
 """
 
 from __future__ import annotations
