@@ -40,6 +40,7 @@ from kafka.admin import KafkaAdminClient
 
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
+from tests.realstack.exporters import exporter_argv
 from tests.realstack.groups import commit_groups
 from tests.realstack.kafka_cluster import NODES, KafkaCluster
 from tests.realstack.process import LoggedProcess
@@ -158,17 +159,7 @@ def exporter(bootstrap: str, workdir: Path, interval: float) -> Iterator[tuple[s
         os.chdir(workdir)  # core_pattern `core` writes into the working directory
 
     env = {**os.environ, "PYTHONFAULTHANDLER": "1", "VIGIA_LOG_LEVEL": "INFO"}
-    argv = [
-        sys.executable,
-        "-m",
-        "vigia.exporter.cli",
-        "--bootstrap-servers",
-        bootstrap,
-        "--port",
-        str(port),
-        "--collection-interval",
-        str(interval),
-    ]
+    argv = exporter_argv(bootstrap, port, "--collection-interval", str(interval))
     out = (workdir / "exporter.log").open("ab")
     process = subprocess.Popen(
         argv, stdout=out, stderr=subprocess.STDOUT, env=env, preexec_fn=allow_cores
