@@ -156,3 +156,20 @@ def test_vigia_stack_plans_alerting_with_the_installed_config(installed: Install
     checked = run([str(AMTOOL), "check-config", str(alertmanager)])
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "receivers" in yaml.safe_load(alertmanager.read_text())
+
+
+def test_the_drop_in_comes_from_the_installed_config(installed: Installed) -> None:
+    out = installed.outside / "drop-in"
+    written = installed.run(
+        str(installed.venv / "bin" / "vigia-stack"),
+        *("--drop-in", str(out), "--console-url", "https://vigia.example.org"),
+    )
+    assert written.returncode == 0, written.stderr
+    packaged = installed.site_packages / "vigia" / "prometheus"
+    assert sorted(p.name for p in (out / "rules").glob("*.yml")) == sorted(
+        p.name for p in packaged.glob("rules/*.yml")
+    )
+    checked = run([str(PROMTOOL), "check", "rules", *map(str, (out / "rules").glob("*.yml"))])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    jobs = yaml.safe_load((out / "scrape-configs.yml").read_text())["scrape_configs"]
+    assert {"vigia-exporter", "vigia-ingest"} <= {job["job_name"] for job in jobs}

@@ -164,3 +164,18 @@ def derived_prometheus_config(
     path = out_dir / "prometheus.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+def rules_firing_at_once(rule_files: list[Path], out: Path) -> list[str]:
+    """Copies of `rule_files` in `out` with `for: 0s`, so that what fires without targets fires
+    at once."""
+    paths = []
+    for path in rule_files:
+        rules = yaml.safe_load(path.read_text())
+        for group in rules["groups"]:
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    rule["for"] = "0s"
+        paths.append(out / path.name)
+        paths[-1].write_text(yaml.safe_dump(rules, sort_keys=False))
+    return [str(p) for p in paths]

@@ -17,7 +17,12 @@ import yaml
 
 from tests.conftest import free_port
 from tests.dashboard.backends import start_dashboard
-from tests.monitoring.servers import PROMETHEUS_DIR, REPO, derived_prometheus_config
+from tests.monitoring.servers import (
+    PROMETHEUS_DIR,
+    REPO,
+    derived_prometheus_config,
+    rules_firing_at_once,
+)
 from tests.servers import Server, start_prometheus, wait_until
 from vigia.dashboard.pages import PAGE_BY_PATH
 from vigia.launcher import cli
@@ -117,23 +122,11 @@ def test_the_runbooks_ship_with_the_dashboard_package() -> None:
 ON_CALL = "https://vigia.example.org"
 
 
-def _rules_firing_at_once(out: Path) -> list[str]:
-    """The real rule files with `for: 0s`, so that what fires without targets fires at once."""
-    paths = []
-    for path in RULE_FILES:
-        rules = yaml.safe_load(path.read_text())
-        for group in rules["groups"]:
-            for rule in group["rules"]:
-                if "alert" in rule:
-                    rule["for"] = "0s"
-        paths.append(out / path.name)
-        paths[-1].write_text(yaml.safe_dump(rules, sort_keys=False))
-    return [str(p) for p in paths]
-
-
 def _compose_config(out: Path) -> Path:
     """The repository's prometheus.yml, with its `${VIGIA_CONSOLE_URL}` left for Prometheus."""
-    return derived_prometheus_config(out, {}, [Path(p) for p in _rules_firing_at_once(out)])
+    return derived_prometheus_config(
+        out, {}, [Path(p) for p in rules_firing_at_once(RULE_FILES, out)]
+    )
 
 
 def _vigia_stack_config(out: Path) -> Path:
@@ -145,7 +138,7 @@ def _vigia_stack_config(out: Path) -> Path:
     config = yaml.safe_load(path.read_text())
     config["global"].update({"evaluation_interval": "1s"})
     config["scrape_configs"] = []  # alerts on absent targets are enough
-    config["rule_files"] = _rules_firing_at_once(out)
+    config["rule_files"] = rules_firing_at_once(RULE_FILES, out)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

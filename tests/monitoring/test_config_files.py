@@ -98,7 +98,11 @@ def test_alerts_are_complete_and_consistent() -> None:
         name = rule["alert"]
         if name == HEARTBEAT:  # fires at once, forever, about this Prometheus, never pages
             assert rule["expr"].strip() == "vector(1)" and "for" not in rule, rule
-            assert rule["labels"] == {"severity": "none", "source": "monitoring"}, rule
+            assert rule["labels"] == {
+                "product": "vigia",
+                "severity": "none",
+                "source": "monitoring",
+            }, rule
             continue
         assert re.fullmatch(r"\d+[mh]", rule["for"]), (name, "needs a for: of minutes or hours")
         assert rule["labels"]["severity"] in ("critical", "warning"), name

@@ -139,8 +139,8 @@ def test_ingest_outage_pages_with_runbook_inhibits_symptoms_and_resolves(
     )
     assert time.monotonic() - stopped < PAGE_WITHIN
     assert page["labels"] == {
-        "alertname": "IngestQueryDown", "severity": "critical", "source": "ingest",
-        "cluster": "smartmeter", "job": "vigia-ingest", "env": "dev",
+        "alertname": "IngestQueryDown", "product": "vigia", "severity": "critical",
+        "source": "ingest", "cluster": "smartmeter", "job": "vigia-ingest", "env": "dev",
         "vigia_console_url": "http://localhost:8050",
     }  # fmt: skip
     assert page["annotations"]["runbook_url"] == RUNBOOK
