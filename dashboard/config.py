@@ -26,6 +26,7 @@ class DashboardConfig:
     log_level: str = "INFO"
     marker: str = ""  # shown beside the brand on every page, e.g. "demo"
     runbooks_dir: str = ""  # empty: the runbooks installed with the package
+    web_config_file: str = ""  # empty: plain HTTP without authentication
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -50,7 +51,14 @@ _OPTIONS: dict[str, tuple[str, str]] = {
         "directory of <AlertName>.md runbooks served at /runbooks/<AlertName> "
         "(empty: those installed with Vigía)",
     ),
+    "web_config_file": (
+        "VIGIA_DASHBOARD_WEB_CONFIG_FILE",
+        "Prometheus exporter web configuration file: TLS, client certificates, basic-auth users "
+        "(docs/security.md; empty: plain HTTP, no authentication)",
+    ),
 }
+# The Prometheus ecosystem's spelling of the flag, beside --web-config-file.
+_ALIASES: dict[str, tuple[str, ...]] = {"web_config_file": ("--web.config.file",)}
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -73,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     for field, (env, help_text) in _OPTIONS.items():
         parser.add_argument(
             "--" + field.replace("_", "-"),
+            *_ALIASES.get(field, ()),
             dest=field,
             default=None,
             help=f"{help_text} (env {env}, default {getattr(defaults, field)})",
@@ -142,4 +151,5 @@ def load_config(
         log_level=level,
         marker=raw.get("marker", ""),
         runbooks_dir=raw.get("runbooks_dir", ""),
+        web_config_file=raw.get("web_config_file", ""),
     )

@@ -14,6 +14,8 @@ import uvicorn
 from confluent_kafka import KafkaException
 
 from vigia.common.logs import setup_logging
+from vigia.common.web_guard import AsgiGuard
+from vigia.common.web_tls import server_context
 from vigia.exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from vigia.exporter.connect.adapter import ConnectClient
 from vigia.exporter.connect.watcher import ConnectWatcher
@@ -91,19 +93,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         for t in config.connect_urls
     ]
     source = _source_watcher(config)
-    server = QuietServer(
-        uvicorn.Config(
-            create_app(service, connect=connect, source=source, granularity=config.granularity),
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-        )
-    )
+    app = create_app(service, connect=connect, source=source, granularity=config.granularity)
+    server = QuietServer(_server_config(AsgiGuard(app, config.web), config))
     log.info(
-        "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s, lag status "
+        "serving %s://%s:%d/metrics%s; collecting from %s every %g s (timeout %g s, lag status "
         "over %d collections)",
+        "https" if config.web.tls else "http",
         config.listen_address,
         config.port,
+        f" ({len(config.web.users)} basic-auth users)" if config.web.users else "",
         config.bootstrap_servers,
         config.collection_interval,
         config.collection_timeout,
@@ -121,6 +119,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         record_times.close()
         adapter.close()
         sock.close()
+
+
+def _server_config(app: AsgiGuard, config: ExporterConfig) -> uvicorn.Config:
+    """uvicorn's settings; TLS from the web configuration's context (uvicorn's own TLS settings
+    cannot set the minimum version nor optional client certificates)."""
+    tls = config.web.tls
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        ssl_context_factory=None
+        if tls is None
+        else (lambda _config, _default: server_context(tls)),
+    )
 
 
 def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:
