@@ -7,6 +7,7 @@ no TLS), which answers plain HTTP with a 400."""
 from __future__ import annotations
 
 import logging
+import ssl
 import sys
 from collections.abc import Sequence
 
@@ -35,7 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from vigia.common import wsgi_server
     from vigia.dashboard.app import create_app
 
-    app = create_app(config)
+    try:
+        app = create_app(config)
+    except ssl.SSLError as exc:
+        print(f"vigia-dashboard: error: the backends' TLS files: {exc}", file=sys.stderr)
+        return 2
     log.info(
         "serving on %s://%s:%d%s (Prometheus %s, exporter %s, Alertmanager %s, refresh %g s)",
         "https" if web.tls else "http",

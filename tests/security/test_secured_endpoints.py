@@ -25,6 +25,9 @@ from tests.servers import PROMETHEUS, start_prometheus, wait_until
 from vigia.common import wsgi_server
 from vigia.common.web_config import WebConfigError
 from vigia.common.web_tls import load
+from vigia.dashboard.config import ConfigError, load_config
+from vigia.dashboard.data import Unreachable
+from vigia.dashboard.sources import Sources
 
 # A busy machine: Prometheus scrapes every second, the verdicts may take a few scrapes.
 VERDICT_SECONDS = 90
@@ -287,3 +290,43 @@ def test_every_component_refuses_a_bad_file_with_exit_code_2(
     )
     assert done.returncode == 2
     assert "basic_auth_users.prometheus: not a bcrypt hash" in done.stderr
+
+
+def test_dash_app_reads_a_secured_exporter_with_its_certificate_and_password(
+    certs: Certs, secured_exporter: tuple[int, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    port, _ = secured_exporter
+    password = tmp_path / "exporter.password"
+    password.write_text(PASSWORD + "\n")
+    settings = {
+        "VIGIA_EXPORTER_URL": f"https://127.0.0.1:{port}",
+        "VIGIA_DASHBOARD_BACKEND_CA_FILE": str(certs.ca),
+        "VIGIA_DASHBOARD_BACKEND_CERT_FILE": str(certs.client_cert),
+        "VIGIA_DASHBOARD_BACKEND_KEY_FILE": str(certs.client_key),
+        "VIGIA_DASHBOARD_EXPORTER_USER": USER,
+    }
+    with pytest.raises(ConfigError, match="go together"):
+        load_config([], settings)
+    with_password = Sources(
+        load_config([], {**settings, "VIGIA_DASHBOARD_EXPORTER_PASSWORD_FILE": str(password)})
+    )
+    try:
+        cluster = wait_until(
+            lambda: isinstance(answer := with_password.cluster(), dict) and answer,
+            VERDICT_SECONDS,
+            "the exporter's first collection through TLS and basic auth",
+        )
+        assert "brokers" in cluster
+    finally:
+        with_password.close()
+    # The wrong password: the exporter's 401, as the app reports an unreachable backend.
+    password.write_text("wrong\n")
+    wrong = Sources(
+        load_config([], {**settings, "VIGIA_DASHBOARD_EXPORTER_PASSWORD_FILE": str(password)})
+    )
+    try:
+        refused = wrong.cluster()
+        assert isinstance(refused, Unreachable)
+        assert "401" in refused.reason
+    finally:
+        wrong.close()
