@@ -14,6 +14,16 @@ from typing import Final
 
 from vigia.common.web_config import ClientAuth, TlsSettings, WebConfig, WebConfigError, parse
 
+TIMEOUT_SECONDS: Final = 10.0
+"""How long a client may take to finish its TLS handshake or send its request."""
+TLS_HANDSHAKE_RECORD: Final = b"\x16"
+"""The first byte of every TLS connection; anything else is plain HTTP (or noise)."""
+PLAIN_HTTP_ANSWER: Final = (
+    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+)
+"""Go's answer to plain HTTP on an HTTPS port, the one Prometheus's own exporters give."""
+
 _VERSIONS: Final = {
     "TLS10": ssl.TLSVersion.TLSv1,
     "TLS11": ssl.TLSVersion.TLSv1_1,

@@ -14,22 +14,19 @@ import socket
 import ssl
 import threading
 from socketserver import ThreadingMixIn
-from typing import Any, Final
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from vigia.common.web_config import WebConfig
 from vigia.common.web_guard import Wsgi, wsgi_guard
-from vigia.common.web_tls import server_context
+from vigia.common.web_tls import (
+    PLAIN_HTTP_ANSWER,
+    TIMEOUT_SECONDS,
+    TLS_HANDSHAKE_RECORD,
+    server_context,
+)
 
 log = logging.getLogger(__name__)
-
-TIMEOUT_SECONDS: Final = 10.0
-"""How long a client may take to finish its TLS handshake or send its request."""
-TLS_HANDSHAKE_RECORD: Final = b"\x16"
-PLAIN_HTTP_ANSWER: Final = (
-    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    b"Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
-)
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -53,6 +50,7 @@ class SecureWSGIServer(ThreadingMixIn, WSGIServer):
             if not first:
                 return
             if first != TLS_HANDSHAKE_RECORD:
+                request.recv(65536)  # read first: closing on unread data resets the connection
                 request.sendall(PLAIN_HTTP_ANSWER)
                 return
             secured = self.tls.wrap_socket(request, server_side=True)

@@ -32,6 +32,7 @@ from vigia.exporter.probe.runner import ProbeRunner
 from vigia.exporter.service import CollectionService
 from vigia.exporter.web.app import create_app
 from vigia.exporter.web.server import QuietServer
+from vigia.exporter.web.tls_sniff import sniffing_protocol
 
 log = logging.getLogger("exporter")
 
@@ -122,17 +123,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _server_config(app: AsgiGuard, config: ExporterConfig) -> uvicorn.Config:
-    """uvicorn's settings; TLS from the web configuration's context (uvicorn's own TLS settings
-    cannot set the minimum version nor optional client certificates)."""
+    """uvicorn's settings; with TLS, uvicorn serves the socket as is and the sniffing protocol
+    upgrades each connection (or answers plain HTTP with a 400)."""
     tls = config.web.tls
     return uvicorn.Config(
         app,
         log_config=None,
         access_log=False,
         lifespan="on",
-        ssl_context_factory=None
-        if tls is None
-        else (lambda _config, _default: server_context(tls)),
+        http="auto" if tls is None else sniffing_protocol(server_context(tls)),
     )
 
 

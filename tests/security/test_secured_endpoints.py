@@ -129,8 +129,9 @@ def test_exporter_wants_both_a_client_certificate_and_a_password(
         pytest.raises(httpx.TransportError),
     ):
         stranger.get(url + "/metrics")
-    # uvicorn's asyncio TLS ends a plain-HTTP connection in the handshake, without an answer.
-    assert plain_http_answer(port) == b""
+    answer = plain_http_answer(port)
+    assert answer.startswith(b"HTTP/1.0 400 Bad Request")
+    assert b"Client sent an HTTP request to an HTTPS server." in answer
 
 
 def test_prometheus_scrapes_with_certificate_and_password_and_sees_the_401(
