@@ -15,14 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client import CollectorRegistry, Counter, make_wsgi_app
 
 from tests.conftest import MockCluster, free_port
 from tests.requirements import require
 from tests.scripts import console_script
 from tests.security.certs import PASSWORD, USER, Certs, make_certs, web_config
 from tests.servers import PROMETHEUS, start_prometheus, wait_until
-from vigia.common import wsgi_server
 from vigia.common.web_config import WebConfigError
 from vigia.common.web_tls import load
 from vigia.dashboard.config import ConfigError, load_config
@@ -227,32 +225,39 @@ def test_dash_app_over_tls_asks_for_a_password(certs: Certs, tmp_path: Path) -> 
         proc.wait(timeout=30)
 
 
-def test_metrics_server_needs_the_ca_signed_certificate_and_does_not_block_on_idle_clients(
+def test_ingest_metrics_need_the_ca_signed_certificate_and_do_not_block_on_idle_clients(
     certs: Certs,
 ) -> None:
-    """vigia.common.wsgi_server, as the ingest job serves its /metrics with it."""
-    registry = CollectorRegistry()
-    Counter("vigia_test_scrapes", "A family to find.", registry=registry).inc()
+    """The ingest job's /metrics (ingest.job.serve_metrics) behind a web configuration file."""
+    from vigia.ingest.config import IngestConfig
+    from vigia.ingest.job import serve_metrics
+    from vigia.ingest.metrics import IngestMetrics
+
     web = load(str(write_config(certs, "ingest-web.yml")))
-    server = wsgi_server.start("127.0.0.1", 0, make_wsgi_app(registry), web)
-    port = server.server_address[1]
+    config = IngestConfig(bootstrap_servers="127.0.0.1:1", metrics_port=free_port(), web=web)
+    server = serve_metrics(config, IngestMetrics(config.query_name))
+    assert server is not None
+    url = f"https://127.0.0.1:{config.metrics_port}/metrics"
     try:
         # A client that connects and says nothing holds its own thread, not the server.
         with (
-            socket.create_connection(("127.0.0.1", port), timeout=10),
+            socket.create_connection(("127.0.0.1", config.metrics_port), timeout=10),
             client(certs, auth=(USER, PASSWORD)) as right,
         ):
-            response = right.get(f"https://127.0.0.1:{port}/metrics")
+            response = right.get(url)
         assert response.status_code == 200
-        assert "vigia_test_scrapes_total 1.0" in response.text
+        assert "vigia_ingest_batch_duration_seconds" in response.text
         with client(certs) as anonymous:
-            assert anonymous.get(f"https://127.0.0.1:{port}/metrics").status_code == 401
+            denied = anonymous.get(url)
+            assert denied.status_code == 401
+            assert denied.headers["www-authenticate"].startswith("Basic ")
         with (
             client(certs, cert=False, auth=(USER, PASSWORD)) as no_cert,
             pytest.raises(httpx.TransportError),
         ):
-            no_cert.get(f"https://127.0.0.1:{port}/metrics")
-        assert plain_http_answer(port).startswith(b"HTTP/1.0 400 Bad Request")
+            no_cert.get(url)
+        answer = plain_http_answer(config.metrics_port)
+        assert answer.startswith(b"HTTP/1.0 400 Bad Request")
     finally:
         server.shutdown()
         server.server_close()
