@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from vigia.common.secret_file import SecretFileError, read_secret
 
 
 class ConfigError(ValueError):
@@ -26,6 +29,13 @@ class DashboardConfig:
     log_level: str = "INFO"
     marker: str = ""  # shown beside the brand on every page, e.g. "demo"
     runbooks_dir: str = ""  # empty: the runbooks installed with the package
+    web_config_file: str = ""  # empty: plain HTTP without authentication
+    # How the app reaches backends secured with a web configuration file (docs/security.md).
+    backend_ca_file: str = ""  # empty: the system's CAs
+    backend_cert_file: str = ""
+    backend_key_file: str = ""
+    exporter_user: str = ""
+    exporter_password: str = dataclasses.field(default="", repr=False)
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -50,7 +60,32 @@ _OPTIONS: dict[str, tuple[str, str]] = {
         "directory of <AlertName>.md runbooks served at /runbooks/<AlertName> "
         "(empty: those installed with Vigía)",
     ),
+    "web_config_file": (
+        "VIGIA_DASHBOARD_WEB_CONFIG_FILE",
+        "Prometheus exporter web configuration file: TLS, client certificates, basic-auth users "
+        "(docs/security.md; empty: plain HTTP, no authentication)",
+    ),
+    "backend_ca_file": (
+        "VIGIA_DASHBOARD_BACKEND_CA_FILE",
+        "CA certificate(s) that sign the HTTPS certificates of Prometheus, the exporter and "
+        "Alertmanager (empty: the system's)",
+    ),
+    "backend_cert_file": (
+        "VIGIA_DASHBOARD_BACKEND_CERT_FILE",
+        "client certificate shown to backends that require one (with --backend-key-file)",
+    ),
+    "backend_key_file": ("VIGIA_DASHBOARD_BACKEND_KEY_FILE", "the client certificate's key"),
+    "exporter_user": (
+        "VIGIA_DASHBOARD_EXPORTER_USER",
+        "basic-auth user for the exporter's /api/v1/cluster (with --exporter-password-file)",
+    ),
+    "exporter_password_file": (
+        "VIGIA_DASHBOARD_EXPORTER_PASSWORD_FILE",
+        "file holding that user's password",
+    ),
 }
+# The Prometheus ecosystem's spelling of the flag, beside --web-config-file.
+_ALIASES: dict[str, tuple[str, ...]] = {"web_config_file": ("--web.config.file",)}
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -73,9 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     for field, (env, help_text) in _OPTIONS.items():
         parser.add_argument(
             "--" + field.replace("_", "-"),
+            *_ALIASES.get(field, ()),
             dest=field,
             default=None,
-            help=f"{help_text} (env {env}, default {getattr(defaults, field)})",
+            help=f"{help_text} (env {env}, default {getattr(defaults, field, '')})",
         )
     return parser
 
@@ -127,6 +163,20 @@ def load_config(
     level = raw.get("log_level", defaults.log_level).upper()
     if level not in _LOG_LEVELS:
         raise ConfigError(f"log level {level!r} is not one of {', '.join(_LOG_LEVELS)}")
+    cert, key = raw.get("backend_cert_file", ""), raw.get("backend_key_file", "")
+    if bool(cert) != bool(key):
+        raise ConfigError("--backend-cert-file and --backend-key-file go together")
+    for name in ("backend_ca_file", "backend_cert_file", "backend_key_file"):
+        if name in raw and not os.access(raw[name], os.R_OK):
+            raise ConfigError(f"--{name.replace('_', '-')}: cannot read {raw[name]}")
+    user, password = raw.get("exporter_user", ""), ""
+    if bool(user) != ("exporter_password_file" in raw):
+        raise ConfigError("--exporter-user and --exporter-password-file go together")
+    if user:
+        try:
+            password = read_secret(raw["exporter_password_file"])
+        except SecretFileError as exc:
+            raise ConfigError(f"--exporter-password-file: {exc}") from None
     return DashboardConfig(
         prometheus_url=_check_url(
             raw.get("prometheus_url", defaults.prometheus_url), "Prometheus URL"
@@ -142,4 +192,10 @@ def load_config(
         log_level=level,
         marker=raw.get("marker", ""),
         runbooks_dir=raw.get("runbooks_dir", ""),
+        web_config_file=raw.get("web_config_file", ""),
+        backend_ca_file=raw.get("backend_ca_file", ""),
+        backend_cert_file=cert,
+        backend_key_file=key,
+        exporter_user=user,
+        exporter_password=password,
     )

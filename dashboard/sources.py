@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import ssl
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -59,6 +60,17 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:200]
 
 
+def _verify(config: DashboardConfig) -> ssl.SSLContext | bool:
+    """The backends' HTTPS: the system's CAs unless a CA file is given, and a client certificate
+    for backends that require one (a web configuration file's RequireAndVerifyClientCert)."""
+    if not config.backend_ca_file and not config.backend_cert_file:
+        return True
+    context = ssl.create_default_context(cafile=config.backend_ca_file or None)
+    if config.backend_cert_file:
+        context.load_cert_chain(config.backend_cert_file, config.backend_key_file)
+    return context
+
+
 class Sources:
     """HTTP access to the three backends; thread-safe (one pooled httpx.Client)."""
 
@@ -67,6 +79,10 @@ class Sources:
         self._client = client or httpx.Client(
             timeout=config.backend_timeout,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
+            verify=_verify(config),
+        )
+        self._exporter_auth = (
+            (config.exporter_user, config.exporter_password) if config.exporter_user else None
         )
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vigia-fetch")
 
@@ -82,7 +98,8 @@ class Sources:
         parse: Callable[[Any], T],
     ) -> T | Unreachable:
         try:
-            response = self._client.get(url, params=params)
+            auth = self._exporter_auth if backend == EXPORTER else None
+            response = self._client.get(url, params=params, auth=auth or httpx.USE_CLIENT_DEFAULT)
             if backend == PROMETHEUS and response.status_code in (400, 422):
                 # Prometheus answers bad queries with a JSON error body; keep its message.
                 error = str(response.json().get("error", ""))[:200]

@@ -14,6 +14,8 @@ import uvicorn
 from confluent_kafka import KafkaException
 
 from vigia.common.logs import setup_logging
+from vigia.common.web_guard import AsgiGuard
+from vigia.common.web_tls import server_context
 from vigia.exporter.config import PROG, ConfigError, ExporterConfig, parse_config
 from vigia.exporter.connect.adapter import ConnectClient
 from vigia.exporter.connect.watcher import ConnectWatcher
@@ -30,6 +32,7 @@ from vigia.exporter.probe.runner import ProbeRunner
 from vigia.exporter.service import CollectionService
 from vigia.exporter.web.app import create_app
 from vigia.exporter.web.server import QuietServer
+from vigia.exporter.web.tls_sniff import sniffing_protocol
 
 log = logging.getLogger("exporter")
 
@@ -91,19 +94,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         for t in config.connect_urls
     ]
     source = _source_watcher(config)
-    server = QuietServer(
-        uvicorn.Config(
-            create_app(service, connect=connect, source=source, granularity=config.granularity),
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-        )
-    )
+    app = create_app(service, connect=connect, source=source, granularity=config.granularity)
+    server = QuietServer(_server_config(AsgiGuard(app, config.web), config))
     log.info(
-        "serving http://%s:%d/metrics; collecting from %s every %g s (timeout %g s, lag status "
+        "serving %s://%s:%d/metrics%s; collecting from %s every %g s (timeout %g s, lag status "
         "over %d collections)",
+        "https" if config.web.tls else "http",
         config.listen_address,
         config.port,
+        f" ({len(config.web.users)} basic-auth users)" if config.web.users else "",
         config.bootstrap_servers,
         config.collection_interval,
         config.collection_timeout,
@@ -121,6 +120,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         record_times.close()
         adapter.close()
         sock.close()
+
+
+def _server_config(app: AsgiGuard, config: ExporterConfig) -> uvicorn.Config:
+    """uvicorn's settings; with TLS, uvicorn serves the socket as is and the sniffing protocol
+    upgrades each connection (or answers plain HTTP with a 400)."""
+    tls = config.web.tls
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        http="auto" if tls is None else sniffing_protocol(server_context(tls)),
+    )
 
 
 def _source_watcher(config: ExporterConfig) -> SourceWatcher | None:

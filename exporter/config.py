@@ -15,6 +15,9 @@ from typing import NoReturn, TypeVar
 
 from vigia.common.hes import Dsn, DsnError, parse_dsn
 from vigia.common.kafka_config import KafkaOptionError, merged
+from vigia.common.secret_file import SecretFileError, read_secret
+from vigia.common.web_config import WebConfig, WebConfigError
+from vigia.common.web_tls import load as load_web_config
 from vigia.exporter.model.binlog import DEFAULT_FLOOR_SECONDS as BINLOG_FLOOR_SECONDS
 from vigia.exporter.model.filters import Filters, NameFilter
 from vigia.exporter.model.granularity import DEFAULT, Granularity, Level, Replicas
@@ -27,6 +30,7 @@ from vigia.exporter.probe.runner import DEFAULT_TOPIC, ProbeSettings
 PROG = "vigia-exporter"
 DEFAULT_PORT = 9308  # kafka_exporter's allocation: Vigía's exporter is a drop-in replacement
 PROBE_ENABLED_ENV = "VIGIA_PROBE_ENABLED"
+WEB_CONFIG_ENV = "VIGIA_EXPORTER_WEB_CONFIG_FILE"
 CONNECT_URLS_ENV = "VIGIA_CONNECT_URLS"
 DEFAULT_CONNECT_NAME = "connect"
 # offset.storage.topic of docker/connect/worker-distributed.properties.
@@ -81,6 +85,8 @@ class ExporterConfig:
     source: SourceSettings = SourceSettings()
     granularity: Granularity = DEFAULT
     slow_phase_interval: float = DEFAULT_SLOW_PHASE_INTERVAL
+    # --web.config.file: TLS and basic auth of the HTTP endpoints (vigia.common.web_config).
+    web: WebConfig = field(default_factory=WebConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +204,12 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "watch the HES database, mysql://user:password@host:3306/hes with a read-only user "
         "(SELECT on hes.*); unset: no source watch",
     ),
+    "--hes-dsn-file": (
+        "VIGIA_HES_DSN_FILE",
+        None,
+        "file holding the --hes-dsn, so that its password shows in no process list (--hes-dsn "
+        "and VIGIA_HES_DSN win)",
+    ),
     "--hes-interval": (
         "VIGIA_EXPORTER_HES_INTERVAL",
         "15",
@@ -271,6 +283,16 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
             flag, default=environ.get(env, default), help=f"{text} (env {env}, default {shown})"
         )
     parser.add_argument(
+        "--web.config.file",
+        "--web-config-file",
+        dest="web_config_file",
+        default=environ.get(WEB_CONFIG_ENV),
+        metavar="FILE",
+        help="Prometheus exporter web configuration file: TLS, client certificates, basic-auth "
+        f"users (docs/security.md) (env {WEB_CONFIG_ENV}, default unset: plain HTTP, no "
+        "authentication)",
+    )
+    parser.add_argument(
         "--probe",
         action=argparse.BooleanOptionalAction,
         default=_enabled(environ.get(PROBE_ENABLED_ENV, "true")),
@@ -322,10 +344,20 @@ def parse_config(
         # Probe admin requests are bounded like the collection's.
         request_timeout_seconds=timeout,
     )
+    dsn_text = args.hes_dsn
+    if not dsn_text and args.hes_dsn_file:
+        try:
+            dsn_text = read_secret(args.hes_dsn_file)
+        except SecretFileError as exc:
+            raise ConfigError(f"--hes-dsn-file: {exc}") from None
     try:
-        hes = parse_dsn(args.hes_dsn) if args.hes_dsn else None
+        hes = parse_dsn(dsn_text) if dsn_text else None
     except DsnError as exc:
         raise ConfigError(f"--hes-dsn: {exc}") from exc
+    try:
+        web = load_web_config(args.web_config_file)
+    except WebConfigError as exc:
+        raise ConfigError(f"--web.config.file: {exc}") from None
     source = SourceSettings(
         hes=hes,
         interval=_positive(args.hes_interval, "--hes-interval"),
@@ -380,6 +412,7 @@ def parse_config(
         source=source,
         granularity=granularity,
         slow_phase_interval=_non_negative(args.slow_phase_interval, "--slow-phase-interval"),
+        web=web,
     )
 
 

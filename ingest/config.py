@@ -16,6 +16,9 @@ from typing import Final
 
 from vigia.common import kafka_config
 from vigia.common.hes import DsnError, parse_dsn
+from vigia.common.secret_file import SecretFileError, read_secret
+from vigia.common.web_config import WebConfig, WebConfigError
+from vigia.common.web_tls import load as load_web_config
 from vigia.ingest.kafka_source.offsets import OffsetSpecError, StartingOffsets
 
 SOURCES: Final = ("python-kafka", "spark-kafka")
@@ -60,6 +63,8 @@ class IngestConfig:
     # The HES database (read-only user): closed days' completeness against its row counts.
     hes_dsn: str | None = None
     hes_interval: float = 300.0
+    # --web.config.file: TLS and basic auth of /metrics (vigia.common.web_config).
+    web: WebConfig = field(default_factory=WebConfig)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -119,6 +124,16 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
         "HES database, mysql://user:password@host:3306/hes (read-only user); with it each closed "
         "day's completeness ratio is stored ÷ the HES's rows for that day",
     ),
+    "hes_dsn_file": (
+        "VIGIA_HES_DSN_FILE",
+        "file holding the --hes-dsn, so that its password shows in no process list "
+        "(--hes-dsn and VIGIA_HES_DSN win)",
+    ),
+    "web_config_file": (
+        "VIGIA_INGEST_WEB_CONFIG_FILE",
+        "Prometheus exporter web configuration file for /metrics: TLS, client certificates, "
+        "basic-auth users (docs/security.md; unset: plain HTTP, no authentication)",
+    ),
     "hes_interval": (
         "VIGIA_INGEST_HES_INTERVAL",
         "time between two counts of the closed days' rows in the HES, seconds or a duration",
@@ -129,10 +144,11 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = IngestConfig(bootstrap_servers="")
     for dest, (env, help_text) in _OPTIONS.items():
-        default = getattr(defaults, dest)
+        default = getattr(defaults, dest, None)
         shown = f", default {default}" if default not in (None, "") else ""
         parser.add_argument(
             "--" + dest.replace("_", "-"),
+            *(("--web.config.file",) if dest == "web_config_file" else ()),
             dest=dest,
             default=None,
             help=f"{help_text} (env {env}{shown})",
@@ -243,6 +259,11 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         hes_interval = parse_duration(raw["hes_interval"], "HES interval")
     if hes_interval <= 0:
         raise ConfigError(f"HES interval must be positive, got {hes_interval:g} s")
+    if "hes_dsn" not in raw and "hes_dsn_file" in raw:
+        try:
+            raw["hes_dsn"] = read_secret(raw["hes_dsn_file"])
+        except SecretFileError as exc:
+            raise ConfigError(f"--hes-dsn-file: {exc}") from None
     if "hes_dsn" in raw:
         try:
             parse_dsn(raw["hes_dsn"])
@@ -276,6 +297,11 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
             _parse_bool(env_value, "VIGIA_INGEST_FAIL_ON_DATA_LOSS") if env_value else True
         )
 
+    try:
+        web = load_web_config(raw.get("web_config_file"))
+    except WebConfigError as exc:
+        raise ConfigError(f"--web.config.file: {exc}") from None
+
     return IngestConfig(
         bootstrap_servers=raw["bootstrap_servers"],
         kafka_options=kafka_options,
@@ -301,6 +327,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         expected_meters=expected_meters,
         hes_dsn=raw.get("hes_dsn"),
         hes_interval=hes_interval,
+        web=web,
     )
 
 

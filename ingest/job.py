@@ -36,7 +36,7 @@ from types import FrameType
 from typing import Any, Final
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.registry import Collector
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
+from vigia.common import wsgi_server
 from vigia.common.hes import parse_dsn
 from vigia.ingest import redelivery, transform
 from vigia.ingest.config import IngestConfig
@@ -499,15 +500,21 @@ def serve_metrics(
     for collector in (metrics, *more):
         registry.register(collector)
     try:
-        server, _ = start_http_server(
-            config.metrics_port, addr=config.metrics_address, registry=registry
+        server = wsgi_server.start(
+            config.metrics_address, config.metrics_port, make_wsgi_app(registry), config.web
         )
     except OSError as exc:
         raise JobError(
             f"cannot serve metrics on {config.metrics_address}:{config.metrics_port} "
             f"({exc.strerror})"
         ) from exc
-    log.info("metrics on http://%s:%d/metrics", config.metrics_address, config.metrics_port)
+    log.info(
+        "metrics on %s://%s:%d/metrics%s",
+        "https" if config.web.tls else "http",
+        config.metrics_address,
+        config.metrics_port,
+        f" ({len(config.web.users)} basic-auth users)" if config.web.users else "",
+    )
     return server
 
 
