@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from vigia.dashboard.leg_budget import DEFAULT_TARGET_SECONDS
+
 
 class ConfigError(ValueError):
     """Invalid configuration; the message is the one line printed before exiting with code 2."""
@@ -26,6 +28,7 @@ class DashboardConfig:
     log_level: str = "INFO"
     marker: str = ""  # shown beside the brand on every page, e.g. "demo"
     runbooks_dir: str = ""  # empty: the runbooks installed with the package
+    outage_target: float = DEFAULT_TARGET_SECONDS  # seconds; the Capacity page's outage budget
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -49,6 +52,11 @@ _OPTIONS: dict[str, tuple[str, str]] = {
         "VIGIA_DASHBOARD_RUNBOOKS_DIR",
         "directory of <AlertName>.md runbooks served at /runbooks/<AlertName> "
         "(empty: those installed with Vigía)",
+    ),
+    "outage_target": (
+        "VIGIA_DASHBOARD_OUTAGE_TARGET",
+        "the outage Connect and the ingest job should each survive without losing a measure "
+        "(Capacity page: the settings it needs), seconds or a duration like 24h",
     ),
 }
 
@@ -124,6 +132,13 @@ def load_config(
     port_text = raw.get("port", str(defaults.port))
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ConfigError(f"port {port_text!r} is not a TCP port (1-65535)")
+    target = (
+        parse_duration(raw["outage_target"], "outage target")
+        if "outage_target" in raw
+        else defaults.outage_target
+    )
+    if not target > 0:
+        raise ConfigError(f"outage target must be positive, got {target:g} s")
     level = raw.get("log_level", defaults.log_level).upper()
     if level not in _LOG_LEVELS:
         raise ConfigError(f"log level {level!r} is not one of {', '.join(_LOG_LEVELS)}")
@@ -142,4 +157,5 @@ def load_config(
         log_level=level,
         marker=raw.get("marker", ""),
         runbooks_dir=raw.get("runbooks_dir", ""),
+        outage_target=target,
     )
