@@ -59,14 +59,14 @@ def headline(raw: Mapping[str, Any] | Unreachable | None) -> Headline:
     leg = source.get("loss_horizon") or {}
     hops = leg.get("hops") or []
     detail = "; ".join(_hop_detail(h) for h in hops)
-    state, seconds, hop = leg.get("state"), leg.get("seconds"), leg.get("hop")
+    state, seconds, hop = leg.get("state"), leg.get("seconds"), str(leg.get("hop") or "")
     if state == "lost":
         runbook = RUNBOOK.get(hop, "IngestDayCompletenessLow")
         repair = f"repair the day: vigia-ingest repair --date D (runbook {runbook})"
         return Headline(f"Measures LOST: {LOSS.get(hop, hop)}; {repair}", "red", detail)
     if state == "none":
         return Headline("Measures safe: no hop of the leg purges anything", "green", detail)
-    if seconds is None or hop is None:
+    if seconds is None or not hop:
         why = "; ".join(
             f"{HOP_NAMES.get(h['hop'], h['hop'])}: {h.get('reason') or 'unknown'}"
             for h in hops

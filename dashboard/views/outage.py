@@ -64,7 +64,7 @@ def binlog_row(
         _budget(budget),
         _duration(target),
         _advice(budget, target, needs),
-        f"{fmt_bytes(settings.disk_bytes)} of binlog on the HES",
+        _disk(settings.disk_bytes, "of binlog on the HES"),
     ]
 
 
@@ -95,8 +95,12 @@ def kafka_row(
         _budget(budget),
         _duration(target),
         _advice(budget, target, needs),
-        f"{fmt_bytes(settings.disk_bytes)} on the brokers (RF {topic.replication_factor})",
+        _disk(settings.disk_bytes, f"on the brokers (RF {topic.replication_factor})"),
     ]
+
+
+def _disk(bytes_: float | None, where: str) -> str:
+    return "unknown: no write rate yet" if bytes_ is None else f"{fmt_bytes(bytes_)} {where}"
 
 
 def _retention(raw: Mapping[str, Any] | Unreachable | None) -> Mapping[str, Any]:

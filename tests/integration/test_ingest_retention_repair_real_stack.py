@@ -136,7 +136,9 @@ def test_a_day_kafka_retention_took_is_repaired_from_the_hes_and_stored_once(
     assert set(stored_keys(Path(config.output), day.prefix)) == set(keys[:half])
     timeline.mark(f"first half ({half} rows) in the HES, the topic and Parquet; the job stops")
 
-    with exporter_process(tmp_path / "exporter.log", *exporter_args(env, group)) as exporter:
+    # Topic configs are a slow phase: read at every collection here, so the cut is seen at once.
+    args = (*exporter_args(env, group), "--slow-phase-interval=0")
+    with exporter_process(tmp_path / "exporter.log", *args) as exporter:
         committed = topic_ends(bootstrap, options)  # where the job stopped: it read them all
         insert(env["writer"], keys[half:], int(time.time()))
         wait_for(lambda: on_topic() >= sum(committed.values()) + half, DEADLINE, "the second half")
@@ -144,15 +146,21 @@ def test_a_day_kafka_retention_took_is_repaired_from_the_hes_and_stored_once(
         _set_retention(retention_restored, str(RETENTION_S * 1000))
         cut = timeline.mark(f"retention.ms of {TOPIC} cut to {RETENTION_S} s")
 
+        seen_hops: list[dict[str, Any]] = []
+
         def at_risk() -> dict[str, Any] | None:
             horizon = _horizon(exporter)
             hop = _kafka_hop(horizon)
+            seen_hops[:] = [hop]
             margin = hop["margin"]
             if hop["state"] == "at_risk" and margin and margin["seconds"] < RETENTION_S:
                 return horizon
             return None
 
-        risky = wait_for(at_risk, RETENTION_S, "the horizon at risk on Kafka")
+        try:
+            risky: Any = wait_for(at_risk, RETENTION_S, "the horizon at risk on Kafka")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the kafka hop last: {seen_hops}") from None
         seen = timeline.mark(
             f"loss horizon {risky['state']}: {risky['seconds']:.0f} s, first hop {risky['hop']} "
             f"(complete: {risky['complete']})"
@@ -167,7 +175,7 @@ def test_a_day_kafka_retention_took_is_repaired_from_the_hes_and_stored_once(
             horizon = _horizon(exporter)
             return horizon if horizon["state"] == "lost" else None
 
-        gone = wait_for(lost, RETENTION_S + 60, "retention to delete the unread half")
+        gone: Any = wait_for(lost, RETENTION_S + 60, "retention to delete the unread half")
         start_after = _log_start(bootstrap, options)
         timeline.mark(f"loss horizon lost: {_kafka_hop(gone)['reason']}")
         assert gone["hop"] == "kafka" and gone["seconds"] == 0
