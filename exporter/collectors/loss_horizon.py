@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from prometheus_client.metrics_core import Metric
 
 from vigia.exporter.collectors.base import gauge
-from vigia.exporter.model.loss_horizon import STATES, Horizon
+from vigia.exporter.model.loss_horizon import LOST, STATES, Horizon
 
 
 class LossHorizonCollector:
@@ -24,9 +24,13 @@ class LossHorizonCollector:
             "vigia_leg_loss_horizon_seconds",
             "Seconds until a measure may be lost for good anywhere in the leg HES → Parquet: the "
             "smallest hop margin (a lower bound; 0 once a hop lost measures); hop names the first "
-            "to purge. No series while a hop's margin is unknown or no hop purges.",
+            "to purge. No series while a hop's margin is unknown (unless one lost measures) or no "
+            "hop purges.",
             ["hop"],
-            {h.hop: h.seconds} if h.complete and h.hop and h.seconds is not None else {},
+            # A loss is certain whatever the unknown hops hide: 0 is then a lower bound too.
+            {h.hop: h.seconds}
+            if h.hop and h.seconds is not None and (h.complete or h.state == LOST)
+            else {},
         )
         yield gauge(
             "vigia_leg_hop_state",

@@ -3,6 +3,10 @@ smallest of them, naming the hop."""
 
 from __future__ import annotations
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from vigia.exporter.collectors.loss_horizon import LossHorizonCollector
+from vigia.exporter.collectors.text_format import text
 from vigia.exporter.model import binlog, retention
 from vigia.exporter.model.loss_horizon import (
     AT_RISK,
@@ -14,6 +18,7 @@ from vigia.exporter.model.loss_horizon import (
     OK,
     UNKNOWN,
     Hop,
+    Horizon,
     binlog_hop,
     checkpoint_hop,
     horizon,
@@ -132,3 +137,26 @@ def test_the_kafka_hop_of_a_retention_view_reads_the_jobs_group_only() -> None:
     hop = kafka_hop_of(view, GROUP, TOPIC)
     assert (hop.state, hop.margin_seconds, hop.catch_up_seconds) == (AT_RISK, 120.0, None)
     assert kafka_hop_of(view, "other", TOPIC).state == LOST
+
+
+def _served(leg: Horizon) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text(LossHorizonCollector(leg).collect()))
+        for s in f.samples
+    }
+
+
+def test_the_horizon_metric_only_when_it_is_a_lower_bound() -> None:
+    known = _served(horizon([binlog_hop(_verdict(OK, 18_600), ""), _kafka_ok(604_000)]))
+    assert known[("vigia_leg_loss_horizon_seconds", (("hop", HES_BINLOG),))] == 18_600
+    assert known[("vigia_leg_hop_margin_seconds", (("hop", KAFKA),))] == 604_000
+    assert known[("vigia_leg_hop_state", (("hop", KAFKA), ("state", OK)))] == 1
+    partial = _served(horizon([binlog_hop(None, "not watched"), _kafka_ok(3600)]))
+    assert not [k for k in partial if k[0] == "vigia_leg_loss_horizon_seconds"]
+    lost = kafka_hop(WEEK, None, None, None, 7)
+    certain = _served(horizon([binlog_hop(None, "not watched"), lost, checkpoint_hop()]))
+    assert certain[("vigia_leg_loss_horizon_seconds", (("hop", KAFKA),))] == 0
+    # Three hops, five states each; the checkpoint never has a margin.
+    assert len([k for k in certain if k[0] == "vigia_leg_hop_state"]) == 15
+    assert ("vigia_leg_hop_margin_seconds", (("hop", CHECKPOINT),)) not in certain
