@@ -181,7 +181,8 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
         path: str | None, _tick: int | None, range_key: str | None, filters: dict[str, Any] | None
     ) -> tuple[Any, ...]:
         now = time.time()
-        result = refresh(src, path, range_key, Filters.from_store(filters), now)
+        filtered = Filters.from_store(filters)
+        result = refresh(src, path, range_key, filtered, now, config.outage_target)
         options: tuple[Any, ...] = (no_update, no_update, no_update)
         if isinstance(result.cluster, Cluster):
             options = filter_options(result.cluster)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from vigia.common.secret_file import SecretFileError, read_secret
+from vigia.dashboard.leg_budget import DEFAULT_TARGET_SECONDS
 
 
 class ConfigError(ValueError):
@@ -36,6 +37,7 @@ class DashboardConfig:
     backend_key_file: str = ""
     exporter_user: str = ""
     exporter_password: str = dataclasses.field(default="", repr=False)
+    outage_target: float = DEFAULT_TARGET_SECONDS  # seconds; the Capacity page's outage budget
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -82,6 +84,11 @@ _OPTIONS: dict[str, tuple[str, str]] = {
     "exporter_password_file": (
         "VIGIA_DASHBOARD_EXPORTER_PASSWORD_FILE",
         "file holding that user's password",
+    ),
+    "outage_target": (
+        "VIGIA_DASHBOARD_OUTAGE_TARGET",
+        "the outage Connect and the ingest job should each survive without losing a measure "
+        "(Capacity page: the settings it needs), seconds or a duration like 24h",
     ),
 }
 # The Prometheus ecosystem's spelling of the flag, beside --web-config-file.
@@ -160,6 +167,13 @@ def load_config(
     port_text = raw.get("port", str(defaults.port))
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ConfigError(f"port {port_text!r} is not a TCP port (1-65535)")
+    target = (
+        parse_duration(raw["outage_target"], "outage target")
+        if "outage_target" in raw
+        else defaults.outage_target
+    )
+    if not target > 0:
+        raise ConfigError(f"outage target must be positive, got {target:g} s")
     level = raw.get("log_level", defaults.log_level).upper()
     if level not in _LOG_LEVELS:
         raise ConfigError(f"log level {level!r} is not one of {', '.join(_LOG_LEVELS)}")
@@ -198,4 +212,5 @@ def load_config(
         backend_key_file=key,
         exporter_user=user,
         exporter_password=password,
+        outage_target=target,
     )

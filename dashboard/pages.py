@@ -12,6 +12,7 @@ from dash import html
 
 from vigia.dashboard.cluster import Cluster, parse_cluster
 from vigia.dashboard.data import Fetched, Plan, Unreachable, Window
+from vigia.dashboard.leg_budget import DEFAULT_TARGET_SECONDS
 from vigia.dashboard.views import (
     alerts,
     brokers,
@@ -106,7 +107,12 @@ class Refresh:
 
 
 def refresh(
-    source: Fetcher, path: str | None, range_key: str | None, filters: Filters, now: float
+    source: Fetcher,
+    path: str | None,
+    range_key: str | None,
+    filters: Filters,
+    now: float,
+    outage_target_seconds: float = DEFAULT_TARGET_SECONDS,
 ) -> Refresh:
     """Fetch and build one page. Topology and alerts are always fetched: the header needs them."""
     started = time.perf_counter()
@@ -123,6 +129,7 @@ def refresh(
         now=now,
         filters=filters,
         cluster=cluster if isinstance(cluster, Cluster) else None,
+        outage_target_seconds=outage_target_seconds,
     )
     if page is None:
         children: list[Any] = [html.Div(f"No page at {path}.", className="card")]

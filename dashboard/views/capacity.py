@@ -13,6 +13,7 @@ from dash import dcc, html
 from vigia.dashboard.cluster import Cluster, Topic
 from vigia.dashboard.data import Plan, Unreachable, Vector
 from vigia.dashboard.sizing import SizingError, SizingInputs, SizingResult, size_cluster
+from vigia.dashboard.views import outage
 from vigia.dashboard.views.common import (
     Filters,
     PageContext,
@@ -50,6 +51,7 @@ def plan(filters: Filters, window_seconds: float) -> Plan:
                 f"sum by (broker, log_dir) (deriv(kafka_broker_log_dir_size_bytes{{{b}}}"
                 f"[{growth_window}]))"
             ),
+            "binlog_written": outage.BINLOG_WRITTEN,
         },
         ranged={
             "disk_used": f"sum by (broker) (kafka_broker_log_dir_size_bytes{{{b}}})",
@@ -549,6 +551,28 @@ def build(ctx: PageContext) -> list[Any]:
                         "retention.ms, or the time the fastest partition takes to fill "
                         "retention.bytes at today's production (docs/lag.md#retention). Plan for "
                         "a longer outage with the sizing calculator below."
+                    ),
+                    wide=True,
+                ),
+                card(
+                    "Outage budget per hop",
+                    simple_table(
+                        outage.COLUMNS,
+                        outage.rows(
+                            ctx.fetched.cluster,
+                            cluster,
+                            ctx.instant("binlog_written"),
+                            ctx.outage_target_seconds,
+                        ),
+                        id="leg-budget-table",
+                        empty="Neither the HES binlog nor topic measure is watched.",
+                    ),
+                    note(
+                        "How long each reader of the leg may stay down, starting caught up, at "
+                        "today's write rate, before its store purges a measure it has not read; "
+                        "and the settings that make it the target (vigia-dashboard "
+                        "--outage-target). A lower bound: the HES keeps a binlog file the expiry "
+                        "after it is closed, Kafka a segment past its newest record."
                     ),
                     wide=True,
                 ),

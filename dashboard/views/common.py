@@ -17,6 +17,7 @@ from dash import dcc, html
 
 from vigia.dashboard.cluster import Cluster
 from vigia.dashboard.data import Fetched, Matrix, Unreachable, Vector, Window
+from vigia.dashboard.leg_budget import DEFAULT_TARGET_SECONDS
 
 Figure = dict[str, Any]
 Status = Literal["green", "amber", "red", "grey"]
@@ -76,6 +77,8 @@ class PageContext:
     now: float
     filters: Filters = field(default_factory=Filters)
     cluster: Cluster | None = None  # parsed fetched.cluster, None when unreachable
+    # The outage each hop of the leg should survive (vigia-dashboard --outage-target).
+    outage_target_seconds: float = DEFAULT_TARGET_SECONDS
 
     @property
     def topology(self) -> Cluster | Unreachable:

@@ -1,5 +1,6 @@
-"""Pipeline: the data's path as hops — HES → Connect → Kafka → Spark → Parquet — with each hop's
-counts, freshness and state, and how far each hop is behind the one before.
+"""Pipeline: the data's path as hops — HES → Connect → Kafka → Spark → Parquet — led by the leg's
+loss horizon (`views.horizon`), with each hop's counts, freshness and state, and how far each hop
+is behind the one before.
 
 Prometheus holds every number (the exporter's `--hes-dsn` / `--connect-url` families, the Connect
 worker's JMX agent, the ingest job); the exporter's JSON adds the first line of a failed task's
@@ -30,6 +31,7 @@ from vigia.dashboard.views.common import (
     note,
     simple_table,
 )
+from vigia.dashboard.views.horizon import banner
 from vigia.dashboard.views.overview import INGEST_GROUP, THRESHOLDS
 
 TOPIC = "measure"
@@ -425,6 +427,7 @@ def build(ctx: PageContext) -> list[Any]:
         metric="vigia_pipeline_hop_lag_seconds",
     )
     return [
+        banner(ctx.fetched.cluster),
         flow(hops(ctx)),
         html.Div(
             [

@@ -25,10 +25,12 @@ from vigia.exporter.collectors.hes import HesCollector
 from vigia.exporter.collectors.isr import IsrHistoryCollector
 from vigia.exporter.collectors.kafka_errors import KafkaErrorCollector
 from vigia.exporter.collectors.lag import LagCollector
+from vigia.exporter.collectors.loss_horizon import LossHorizonCollector
 from vigia.exporter.collectors.replicas import ReplicaCollector
 from vigia.exporter.collectors.retention import RetentionCollector
 from vigia.exporter.collectors.text_format import encoded, text
 from vigia.exporter.collectors.topics import TopicCollector
+from vigia.exporter.hes.horizon import leg_horizon
 from vigia.exporter.hes.watch import SourceWatcher
 from vigia.exporter.model.granularity import DEFAULT, Granularity
 from vigia.exporter.model.state import ExporterState
@@ -95,15 +97,18 @@ def render_pace(interval: float, overrunning: bool) -> str:
 
 def render_source(source: SourceWatcher | None, state: ExporterState | None) -> str:
     """The HES leg's families (nothing without --hes-dsn): rendered at each scrape like the
-    probe's, from the source watch's last round and this collection's lag seconds."""
+    probe's, from the source watch's last round and this collection's lag seconds and retention
+    view (the leg's loss horizon)."""
     if source is None:
         return ""
     hes = text(
         HesCollector(lambda: source.look, lambda: state, source.group, source.topic).collect()
     )
+    horizon = text(LossHorizonCollector(leg_horizon(source, state)).collect())
     if source.binlog is None:
-        return hes
-    return hes + text(BinlogCollector(source.binlog.connector, source.binlog.verdict).collect())
+        return hes + horizon
+    binlog = text(BinlogCollector(source.binlog.connector, source.binlog.verdict).collect())
+    return hes + binlog + horizon
 
 
 def exposition(

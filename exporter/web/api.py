@@ -16,7 +16,9 @@ from vigia.common.kafka_errors import kind_of
 from vigia.exporter.connect.collector import connect_json
 from vigia.exporter.connect.stall import Pipeline
 from vigia.exporter.connect.watcher import ConnectReport
+from vigia.exporter.hes.horizon import leg_horizon
 from vigia.exporter.hes.watch import SourceWatcher
+from vigia.exporter.model.loss_horizon import Horizon
 from vigia.exporter.model.pipeline_hops import hop_lags
 from vigia.exporter.model.retention import CatchUpEstimate, Margin, NoRetention, Retention
 from vigia.exporter.model.snapshot import Broker, BrokerLogDirs, ConsumerGroup, Topic
@@ -79,6 +81,30 @@ def source_json(source: SourceWatcher | None, state: ExporterState | None) -> di
         "hop_lag_seconds": hop_lags(look, store_lag),
         "flow": flow_json(source),
         "binlog": binlog_json(source),
+        "loss_horizon": loss_horizon_json(leg_horizon(source, state)),
+    }
+
+
+def loss_horizon_json(horizon: Horizon) -> dict[str, Any]:
+    """How long until a measure is lost for good in the leg, and where
+    (exporter.model.loss_horizon)."""
+    return {
+        "state": horizon.state,
+        "seconds": horizon.seconds,
+        "hop": horizon.hop,
+        "complete": horizon.complete,
+        "hops": [
+            {
+                "hop": h.hop,
+                "state": h.state,
+                "margin": None
+                if h.margin_seconds is None
+                else {"seconds": h.margin_seconds, "limit": h.limit, "method": h.method},
+                "catch_up_seconds": h.catch_up_seconds,
+                "reason": h.reason,
+            }
+            for h in horizon.hops
+        ],
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generator.labels import BROKER_VAR, CB, CLUSTER_VAR, C
-from generator.panels import Board, bargauge, q, row, timeseries
+from generator.panels import Board, bargauge, q, row, stat, timeseries
 
 DISK = row(
     "Disk",
@@ -62,6 +62,46 @@ DISK = row(
 )
 
 
+LEG = row(
+    "The leg's outage budget: how long each reader may stay down",
+    bargauge(
+        "Outage budget per hop",
+        q(f"min(vigia_hes_binlog_expire_seconds{{{C}}})", "Connect (HES binlog)"),
+        q(
+            f'min(kafka_topic_outage_budget_seconds{{{C}, topic="measure"}})',
+            "ingest job (Kafka measure)",
+        ),
+        unit="s",
+        width=12,
+        description=(
+            "How long Connect, and the ingest job, may stay down, starting caught up, at today's "
+            "write rate before a measure is lost: the HES's binlog expiry (a lower bound: a file "
+            "expires that long after it is closed), and topic measure's outage budget "
+            "(retention.ms, or the first partition to fill retention.bytes). The Capacity page "
+            "of the Dash app gives the settings a target budget needs."
+        ),
+    ),
+    stat(
+        "Binlog written per day",
+        q(f"max(rate(vigia_hes_binlog_written_bytes_total{{{C}}}[1h])) * 86400", "binlog"),
+        unit="bytes",
+        width=6,
+        description=(
+            "Each day of binlog_expire_logs_seconds costs this much disk on the HES, at today's "
+            "write rate."
+        ),
+    ),
+    stat(
+        "measure written per day",
+        q(f'sum(kafka_topic_messages_in_per_second{{{C}, topic="measure"}}) * 86400', "messages"),
+        width=6,
+        description=(
+            "Messages a day of retention.ms keeps (× bytes per message × replication factor: "
+            "the disk it costs on the brokers)."
+        ),
+    ),
+)
+
 LOAD = row(
     "Partitions and load",
     timeseries(
@@ -105,5 +145,5 @@ BOARD = Board(
     title="Vigía / Capacity",
     description="Disk growth and days to full, partitions per broker, throughput trend.",
     variables=(CLUSTER_VAR, BROKER_VAR),
-    rows=(DISK, LOAD),
+    rows=(DISK, LEG, LOAD),
 )

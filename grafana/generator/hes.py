@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generator.horizon import HORIZON
 from generator.labels import CLUSTER_VAR, CN, CONNECTOR_VAR, DBZ, C
 from generator.panels import Board, q, row, stat, table, timeseries, value_texts
 
@@ -172,5 +173,5 @@ BOARD = Board(
     title="Vigía / HES leg",
     description="HES database, Kafka Connect and Debezium feeding measure, hop by hop.",
     variables=(CLUSTER_VAR, CONNECTOR_VAR),
-    rows=(HOPS, CONNECT, DEBEZIUM),
+    rows=(HORIZON, HOPS, CONNECT, DEBEZIUM),
 )

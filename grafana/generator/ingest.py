@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generator.horizon import HORIZON
 from generator.labels import CLUSTER_VAR, CQ, INGEST_GROUP, QUERY_VAR, C
 from generator.panels import Board, bargauge, q, row, stat, timeseries, value_texts
 
@@ -226,5 +227,5 @@ BOARD = Board(
     title="Vigía / Ingest",
     description="The PySpark job: batches, rates, durations, backlog, quarantine, freshness.",
     variables=(CLUSTER_VAR, QUERY_VAR),
-    rows=(HEALTH, FLOW, DURATIONS, CLUSTER, DAYS),
+    rows=(HEALTH, HORIZON, FLOW, DURATIONS, CLUSTER, DAYS),
 )

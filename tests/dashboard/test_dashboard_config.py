@@ -45,6 +45,13 @@ def test_environment_then_flags() -> None:
     assert flagged.exporter_url == "http://exporter:9308"
 
 
+def test_the_outage_target_is_a_day_unless_told() -> None:
+    assert load_config([], {}).outage_target == 86_400.0
+    env = {"VIGIA_DASHBOARD_OUTAGE_TARGET": "48h"}
+    assert load_config([], env).outage_target == 172_800.0
+    assert load_config(["--outage-target", "6h"], env).outage_target == 21_600.0
+
+
 @pytest.mark.parametrize(
     ("argv", "env", "message"),
     [
@@ -54,6 +61,7 @@ def test_environment_then_flags() -> None:
         (["--refresh-interval", "500ms"], {}, "refresh interval must be at least 1 s"),
         (["--backend-timeout", "0"], {}, "backend timeout must be in (0, 60]"),
         (["--log-level", "loud"], {}, "log level 'LOUD' is not one of"),
+        (["--outage-target", "0"], {}, "outage target must be positive"),
         (["--no-such-flag"], {}, "unrecognized arguments: --no-such-flag"),
     ],
 )

@@ -168,7 +168,7 @@ def test_hops_the_deployment_does_not_have_say_so() -> None:
     got = lights(ctx)
     assert got["hes"] == got["connect"] == ("grey", pipeline.NOT_DEPLOYED)
     assert got["kafka"] == ("grey", "no data")  # watched, and silent: that is "no data"
-    assert pipeline.NOT_DEPLOYED in json.dumps(pipeline.build(ctx)[1].to_plotly_json(), default=str)
+    assert pipeline.NOT_DEPLOYED in json.dumps(pipeline.build(ctx)[2].to_plotly_json(), default=str)
     # Watched ones without data yet (the exporter names them) are "no data", as before.
     watched = {"source": {"hes": {}}, "connect": [{"connect": "connect", "up": True}]}
     ctx = PageContext(replace(fetched, cluster=watched), Window(0, 3600, 15), 3600)

@@ -20,6 +20,7 @@ from tests.conftest import free_port
 from tests.connect.recorded import STATES
 from tests.connect.test_connect_model import DENIED, recorded_reports
 from tests.dashboard.backends import ClusterJsonServer, RealAlertmanager, start_dashboard
+from tests.dashboard.horizon_states import STATES as HORIZONS
 from tests.dashboard.recorded import cluster_json
 from tests.dashboard.test_dashboard_browser import (  # the module skips when Chromium is missing
     Stack,
@@ -51,6 +52,7 @@ class ExporterWithConnect(ClusterJsonServer):
     """The recorded cluster JSON plus the `connect` section of a recorded Connect state."""
 
     connect_state = "healthy"  # the state the history ends in (2,400 s = 300 s into a cycle)
+    horizon_state = "binlog_first"  # tests/dashboard/horizon_states.py
 
     def body(self) -> bytes:
         now = time.time()
@@ -65,6 +67,7 @@ class ExporterWithConnect(ClusterJsonServer):
             "flow": {"connector": "hes-measure", "stall_after_seconds": 30.0, "state": MOVING,
                      "checked_at": flow.checked_at, "topic_end_offsets": flow.end_offsets,
                      "moved_at": flow.moved_at, "pending_since": None},
+            "loss_horizon": HORIZONS[self.horizon_state],
         }  # fmt: skip
         return json.dumps(document).encode()
 
@@ -145,3 +148,44 @@ def test_pipeline_page_draws_every_hop_with_its_state(browser: object, stack: St
     ]
     assert_no_console_errors(browser)  # type: ignore[arg-type]
     screenshot(browser, "pipeline")  # type: ignore[arg-type]
+
+
+def _headline(driver: object) -> tuple[str, str] | None:
+    found = driver.execute_script(  # type: ignore[attr-defined]
+        "const h = document.getElementById('loss-horizon');"
+        "if (!h) return null;"
+        "return [document.getElementById('loss-horizon-headline').innerText,"
+        "[...h.classList].find(c => /^light-(red|amber|green|grey)$/.test(c)).slice(6)];"
+    )
+    return None if found is None else (found[0], found[1])
+
+
+@pytest.mark.parametrize(
+    ("state", "headline", "colour"),
+    [
+        ("binlog_first", "Measures safe for 5 h 10 min: the HES purges binlog first", "green"),
+        ("kafka_lost", "Measures LOST: Kafka deleted measures the ingest job had not read", "red"),
+        ("no_purge", "Measures safe: no hop of the leg purges anything", "green"),
+        ("binlog_unwatched", "Measures safe for at most 2 h: Kafka deletes unread", "amber"),
+    ],
+)
+def test_pipeline_page_leads_with_the_loss_horizon(
+    browser: object, stack: Stack, state: str, headline: str, colour: str
+) -> None:
+    exporter = stack.exporter
+    assert isinstance(exporter, ExporterWithConnect)
+    exporter.horizon_state = state
+    try:
+        open_page(browser, stack, "/pipeline")  # type: ignore[arg-type]
+        got = wait_for(browser, lambda: _headline(browser), "the loss horizon")  # type: ignore[arg-type]
+        assert got[0].startswith(headline), got
+        assert got[1] == colour, got
+        # It leads the page: above the hops.
+        first = browser.execute_script(  # type: ignore[attr-defined]
+            "return document.querySelector('#page-body [id=loss-horizon], #page-body .hops').id"
+        )
+        assert first == "loss-horizon"
+        assert_no_console_errors(browser)  # type: ignore[arg-type]
+        screenshot(browser, f"pipeline-horizon-{state}")  # type: ignore[arg-type]
+    finally:
+        exporter.horizon_state = "binlog_first"

@@ -14,8 +14,10 @@ from vigia.exporter.hes.binlog_watch import BinlogWatch
 from vigia.exporter.hes.watch import SourceWatcher
 from vigia.exporter.model.binlog import BinlogFile, BinlogTracker, SourceOffset
 from vigia.exporter.model.pipeline_hops import HesReading, TopicTailReading
+from vigia.exporter.model.retention import CatchUp, CatchUpEstimate, Margin, Retention
+from vigia.exporter.model.retention_view import RetentionView
 
-PREFIXES = ("vigia_hes_", "vigia_pipeline_")
+PREFIXES = ("vigia_hes_", "vigia_pipeline_", "vigia_leg_")
 NOW = 1_795_500_000.0
 
 
@@ -67,7 +69,17 @@ def test_every_source_family_is_documented_with_its_type_and_labels() -> None:
     watcher.watch_once()
     offsets.offset = SourceOffset("b.000002", 100, NOW + 50)  # draining: a catch-up time
     watcher.watch_once()
-    state: Any = SimpleNamespace(max_lag_seconds={("vigia-ingest", "measure"): 3.0})
+    key = ("vigia-ingest", "measure")
+    view = RetentionView(
+        retention={"measure": Retention(604_800_000, None)},
+        partition_margins={},
+        margins={key: Margin(604_000.0, "time", "record")},
+        catch_up={key: CatchUpEstimate(CatchUp.DRAINING, 10, 2.0, True, 5.0)},
+        at_risk={key: False},
+        losses={},
+        outage_budgets={},
+    )
+    state: Any = SimpleNamespace(max_lag_seconds={key: 3.0}, retention=view)
     code = served([render_source(watcher, state), render_source(None, None)])
     # Served next to the Connect families: tests/connect/test_schema_history.py compares it.
     doc = documented(PREFIXES)
@@ -75,3 +87,4 @@ def test_every_source_family_is_documented_with_its_type_and_labels() -> None:
     assert code == doc
     assert {"vigia_hes_up", "vigia_pipeline_hop_lag_seconds"} <= set(doc)
     assert {"vigia_hes_binlog_catchup_seconds", "vigia_hes_binlog_expire_seconds"} <= set(doc)
+    assert {"vigia_leg_loss_horizon_seconds", "vigia_leg_hop_catchup_seconds"} <= set(doc)

@@ -189,7 +189,10 @@ def test_the_watch_serves_the_contract_families(
         group="vigia-ingest",
         clock=lambda: NOW,
     )
-    state: Any = SimpleNamespace(max_lag_seconds={("vigia-ingest", "measure"): 42.0})
+    # No retention view: the collection's Kafka side is not this test's (test_loss_horizon.py).
+    state: Any = SimpleNamespace(
+        max_lag_seconds={("vigia-ingest", "measure"): 42.0}, retention=None
+    )
     try:
         look = watcher.watch_once()
         families = _families(render_source(watcher, state))
@@ -218,6 +221,10 @@ def test_the_watch_serves_the_contract_families(
         "connector": "hes-measure", "stall_after_seconds": 30.0, "state": "unknown",
         "checked_at": NOW, "topic_end_offsets": 1, "moved_at": None, "pending_since": None,
     }  # fmt: skip
+    # Neither the binlog (no offsets topic) nor Kafka's margin known: the horizon says so.
+    horizon = document["loss_horizon"]
+    assert (horizon["state"], horizon["seconds"], horizon["complete"]) == ("unknown", None, False)
+    assert samples[("vigia_leg_hop_state", (("hop", "kafka"), ("state", "unknown")))] == 1
 
 
 def test_an_hes_that_goes_down_is_vigia_hes_up_0(

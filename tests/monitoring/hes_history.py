@@ -20,11 +20,15 @@ from collections.abc import Callable
 
 from tests.connect.recorded import FIXTURES, answer
 from tests.monitoring.history import EXPORTER, Sample, Target, parse_exposition
+from vigia.exporter.collectors.loss_horizon import LossHorizonCollector
+from vigia.exporter.collectors.text_format import text
 from vigia.exporter.connect.collector import render_connect
 from vigia.exporter.connect.model import ConnectView, parse_expanded, parse_root
 from vigia.exporter.connect.stall import Pipeline
 from vigia.exporter.connect.watcher import ConnectReport, next_report
+from vigia.exporter.model import binlog, retention
 from vigia.exporter.model.binlog import STATES
+from vigia.exporter.model.loss_horizon import binlog_hop, checkpoint_hop, horizon, kafka_hop
 from vigia.exporter.model.pipeline_flow import MOVING, STALLED, UNKNOWN, Flow
 from vigia.exporter.model.schema_history import REASONS
 
@@ -42,6 +46,8 @@ TIMELINE = (
     ("recovered", 480.0),
 )
 PERIOD = sum(hold for _, hold in TIMELINE)
+BINLOG_EXPIRE_SECONDS = 604_800.0
+BINLOG_BYTES_PER_SECOND = 20_000.0
 DB_UP = {"healthy", "task-failed-db-back", "recovered"}
 MOVING_ROWS = {"healthy", "recovered"}  # the connector moves rows to Kafka
 ROWS_PER_SECOND = 2000.0
@@ -127,7 +133,8 @@ class HesFeed:
                 self._hes_newest - self._kafka_newest,
             ),
             Sample("vigia_pipeline_hop_lag_seconds", 'hop="kafka_to_store"', 45.0),
-            *self._binlog(state),
+            *self._binlog(state, t - self._start),
+            *self._horizon(state),
         ]
         assert self._report is not None
         verdict = UNKNOWN if state not in DB_UP else MOVING if state in MOVING_ROWS else STALLED
@@ -135,23 +142,28 @@ class HesFeed:
         return hes + parse_exposition(render_connect([self._report], pipeline))
 
     @staticmethod
-    def _binlog(state: str) -> list[Sample]:
+    def _binlog(state: str, elapsed: float) -> list[Sample]:
         """The binlog margin as the exporter serves it with a 7-day expiry: the whole expiry
         ahead while the connector reads the open file, unknown while the database is down; the
-        schema history topic keeps everything. Never at risk, never lost."""
+        schema history topic keeps everything. Never at risk, never lost. The HES writes
+        BINLOG_BYTES_PER_SECOND."""
         c = 'connector="hes-measure"'
         current = "ok" if state in DB_UP else "unknown"
+        written = Sample(
+            "vigia_hes_binlog_written_bytes_total", "", BINLOG_BYTES_PER_SECOND * elapsed
+        )
+        expiry = Sample("vigia_hes_binlog_expire_seconds", "", BINLOG_EXPIRE_SECONDS)
         samples = [
             Sample("vigia_hes_binlog_retention_state", f'{c},state="{s}"', float(s == current))
             for s in STATES
         ]
-        samples.append(Sample("vigia_hes_binlog_losses_total", c, 0.0))
+        samples += [Sample("vigia_hes_binlog_losses_total", c, 0.0), written, expiry]
         if current == "ok":
             samples += [
                 Sample(
                     "vigia_hes_binlog_retention_margin_seconds",
                     f'{c},limit="time",method="open_file"',
-                    604800.0,
+                    BINLOG_EXPIRE_SECONDS,
                 ),
                 Sample("vigia_hes_binlog_catchup_seconds", c, 0.0),
             ]
@@ -161,3 +173,23 @@ class HesFeed:
             for r in REASONS
         ]
         return samples
+
+    @staticmethod
+    def _horizon(state: str) -> list[Sample]:
+        """The leg's loss horizon through the exporter's model and collector: the binlog hop as
+        above, the kafka hop a group a little behind on a week's retention, draining."""
+        if state in DB_UP:
+            margin = binlog.Margin(BINLOG_EXPIRE_SECONDS, binlog.TIME, binlog.OPEN_FILE)
+            verdict = binlog.BinlogVerdict(
+                0.0, binlog.OK, margin, 0, None, 0.0, 0, 0, 0, "mariadb-bin.000001"
+            )
+            source = binlog_hop(verdict, "")
+        else:
+            source = binlog_hop(None, "cannot list the HES's binlog")
+        week = retention.Retention(604_800_000, None)
+        estimate = retention.CatchUpEstimate(retention.CatchUp.DRAINING, 900, 20.0, True, 45.0)
+        kafka = kafka_hop(
+            week, retention.Margin(604_755.0, "time", "interpolated"), estimate, False, 0
+        )
+        leg = horizon([source, kafka, checkpoint_hop()])
+        return parse_exposition(text(LossHorizonCollector(leg).collect()))
