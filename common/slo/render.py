@@ -16,7 +16,7 @@ HEADER = """\
 """
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types
     pass
 
 
@@ -30,6 +30,7 @@ _Dumper.add_representer(str, _str)
 
 def render(groups: list[RuleGroup]) -> str:
     body: Any = {"groups": groups}
-    return HEADER + yaml.dump(
+    text: str = yaml.dump(
         body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000, indent=2
     )
+    return HEADER + text

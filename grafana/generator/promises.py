@@ -26,7 +26,8 @@ def compliance(slo: Slo, width: int = 6) -> Panel:
         width=width,
         description=(
             f"Share of good events over the rolling {slo.window}; the objective is "
-            f"{float(slo.target) * 100:g} %. No value: no events in the window, not a perfect score."
+            f"{float(slo.target) * 100:g} %. No value: no events in the window, which is not a "
+            "perfect score."
         ),
     )
 
@@ -47,9 +48,7 @@ def budget_spent(slo: Slo, width: int = 6) -> Panel:
 
 def slo_row(slo: Slo) -> Row:
     selector = _selector(slo)
-    burn = [
-        q(f"{ratio_name(w)}{selector} / {slo.budget}", f"{w} {{{{cluster}}}}") for w in WINDOWS
-    ]
+    burn = [q(f"{ratio_name(w)}{selector} / {slo.budget}", f"{w} {{{{cluster}}}}") for w in WINDOWS]
     return row(
         slo.display_name,
         compliance(slo),
