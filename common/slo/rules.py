@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from textwrap import indent
 from typing import Any
 
 from vigia.common.slo.spec import Slo
@@ -86,7 +87,9 @@ def recording_groups(slo: Slo) -> list[RuleGroup]:
                 # From the counters again, not from the ratio above: promtool backfills rules
                 # only from raw series, and one evaluation's lag is one less thing to explain.
                 _record(
-                    BUDGET_REMAINING, f"1 - (\n{error_ratio(slo, slo.window)}\n) / {budget}", slo
+                    BUDGET_REMAINING,
+                    f"1 - (\n{indent(error_ratio(slo, slo.window), '  ')}\n) / {budget}",
+                    slo,
                 ),
             ],
         },
