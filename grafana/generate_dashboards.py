@@ -12,7 +12,7 @@ import json
 import logging
 from pathlib import Path
 
-from generator import capacity, consumers, hes, ingest, kafka_cluster, topics
+from generator import capacity, consumers, hes, ingest, kafka_cluster, promises, topics
 from generator.render import render
 from vigia.common.logs import setup_logging
 
@@ -24,6 +24,7 @@ BOARDS = (
     ingest.BOARD,
     capacity.BOARD,
     hes.BOARD,
+    promises.BOARD,
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from generator.labels import BROKER_VAR, CB, CLUSTER_VAR, C
 from generator.panels import Board, bargauge, q, row, stat, timeseries
+from generator.promises import SLOS, budget_spent, compliance
 
 DISK = row(
     "Disk",
@@ -140,10 +141,20 @@ LOAD = row(
 )
 
 
+# The capacity review's SLO month at a glance; the detail is on the Promises board.
+PROMISES = row(
+    "Promises (SLOs)",
+    *(p for slo in SLOS for p in (compliance(slo), budget_spent(slo))),
+)
+
+
 BOARD = Board(
     uid="vigia-capacity",
     title="Vigía / Capacity",
-    description="Disk growth and days to full, partitions per broker, throughput trend.",
+    description=(
+        "The SLOs' window at a glance, disk growth and days to full, partitions per broker, "
+        "throughput trend."
+    ),
     variables=(CLUSTER_VAR, BROKER_VAR),
-    rows=(DISK, LEG, LOAD),
+    rows=(PROMISES, DISK, LEG, LOAD),
 )

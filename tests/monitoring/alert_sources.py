@@ -18,6 +18,7 @@ import yaml
 
 from tests.metrics_doc import DOC
 from tests.monitoring.promql import metric_name, selectors
+from vigia.common.slo.spec import parse
 
 REPO = Path(__file__).resolve().parents[2]
 PROMETHEUS_DIR = REPO / "prometheus"
@@ -78,11 +79,26 @@ def documented_jobs() -> dict[str, frozenset[str]]:
     return {name: frozenset(j) for name, j in jobs.items()}
 
 
+@cache
+def slo_jobs() -> dict[str, frozenset[str]]:
+    """Metric name -> job, for the SLIs of prometheus/slo/slos.yml: each SLO names the job that
+    serves its events (the `up` selector the generator checks them against)."""
+    jobs: dict[str, frozenset[str]] = {}
+    for slo in parse(yaml.safe_load_all((PROMETHEUS_DIR / "slo" / "slos.yml").read_text())):
+        found = re.search(r'job="([^"]+)"', slo.up)
+        assert found, f"{slo.name}: {slo.up} names no job"
+        for selector in (slo.good, slo.total):
+            jobs[metric_name(selector) or ""] = frozenset({found.group(1)})
+    return jobs
+
+
 def jobs_of_metric(name: str, matchers: str = "") -> frozenset[str]:
     if name == "up":
         return frozenset({SCRAPE})
     if name in documented_jobs():
         return documented_jobs()[name]
+    if name in slo_jobs():
+        return slo_jobs()[name]
     for prefix, job in PREFIXES.items():
         if name.startswith(prefix):
             return frozenset({job})

@@ -132,7 +132,7 @@ def backfilled(
     server = start_prometheus(config, data, log, port)
     try:
         rules_out = work / "rule-blocks"
-        recording = [p for p in RULE_FILES if p.name == "recording.yml"]
+        recording = [p for p in RULE_FILES if p.name in ("recording.yml", "slo.yml")]
         result = run(
             [PROMTOOL, "tsdb", "create-blocks-from", "rules", f"--start={int(history.start)}",
              f"--end={int(history.end)}", f"--url={server.url}", "--eval-interval=15s",

@@ -13,7 +13,9 @@ Sources, each stamped with the job/instance/cluster labels Prometheus' scrape wo
 - vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event
   and one written batch every 30 s, a few Kafka retries every fifth batch and one retention skip,
   plus `vigia_ingest_day_completeness_ratio`, which the ingest job does not serve yet (synthetic,
-  named as in prometheus/rules/alerts.yml); and `ingest.spark_health.SparkHealth` answering the
+  named as in prometheus/rules/alerts.yml), and the SLIs of prometheus/slo/slos.yml (SliFeed:
+  synthetic, named as the SLO file reads them; drop them here once the job serves them); and
+  `ingest.spark_health.SparkHealth` answering the
   recorded standalone cluster (tests/fixtures/spark-rest/): healthy, then an executor lost
   halfway.
 - probe (`vigia_probe_*` on the exporter target): the exporter's real probe bookkeeping
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 from vigia.exporter.model.granularity import DEFAULT, Granularity
@@ -341,6 +344,63 @@ def jmx_rates(
     return rates
 
 
+class SliFeed:
+    """The SLO file's SLIs, as the ingest job would serve them: per batch, 99.8 % of the live
+    measures stored within 5 minutes and 0.2 % within an hour, and a snapshot re-read hours late
+    (cohort redelivered); yesterday's deadline passes half an hour in, at 96.2 % like the
+    completeness gauge."""
+
+    BOUNDS = (60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0)
+
+    def __init__(self, query: str, deadline: float, daily: int) -> None:
+        self.query = query
+        self.deadline = deadline
+        self.daily = daily
+        self.passed = False
+        # cohort -> bucket bound -> measures at most that late; cohort -> sum of seconds
+        self.buckets = {c: dict.fromkeys(self.BOUNDS, 0) for c in ("live", "redelivered")}
+        self.counts = dict.fromkeys(self.buckets, 0)
+        self.sums = dict.fromkeys(self.buckets, 0.0)
+
+    def stored(self, cohort: str, rows: int, lateness: float) -> None:
+        for bound in self.BOUNDS:
+            if lateness <= bound:
+                self.buckets[cohort][bound] += rows
+        self.counts[cohort] += rows
+        self.sums[cohort] += rows * lateness
+
+    def batch(self, t: float, rows: int) -> None:
+        late = rows // 500
+        self.stored("live", rows - late, 240.0)
+        self.stored("live", late, 2400.0)
+        self.stored("redelivered", 100, 30000.0)
+        self.passed = self.passed or t >= self.deadline
+
+    def collect(self) -> list[Any]:
+        freshness = HistogramMetricFamily(
+            "vigia_ingest_measure_freshness_seconds",
+            "Seconds from the HES row's timestamp to the commit of the batch that stored it.",
+            labels=["query", "cohort"],
+        )
+        for cohort, buckets in self.buckets.items():
+            cumulative = [(str(b), float(n)) for b, n in buckets.items()]
+            cumulative.append(("+Inf", float(self.counts[cohort])))
+            freshness.add_metric([self.query, cohort], cumulative, self.sums[cohort])
+        expected = CounterMetricFamily(
+            "vigia_ingest_deadline_measures_expected",
+            "Measures expected of the days whose deadline passed.",
+            labels=["query"],
+        )
+        stored = CounterMetricFamily(
+            "vigia_ingest_deadline_measures_stored",
+            "Measures stored by their day's deadline.",
+            labels=["query"],
+        )
+        expected.add_metric([self.query], self.daily if self.passed else 0)
+        stored.add_metric([self.query], int(self.daily * 0.962) if self.passed else 0)
+        return [freshness, expected, stored]
+
+
 class IngestFeed:
     """The ingest job's real collector, fed as a healthy job would feed it."""
 
@@ -389,6 +449,8 @@ class IngestFeed:
             self.completeness.labels((today - dt.timedelta(days=d)).isoformat()).set(
                 0.962 if d == 1 else 0.998
             )
+        self.sli = SliFeed(INGEST_QUERY, start + 1800, daily)
+        self.registry.register(self.sli)
         self.metrics.query_started()
         self._batch = 0
         self._next_batch = start
@@ -430,6 +492,7 @@ class IngestFeed:
         day = dt.datetime.fromtimestamp(t, dt.UTC).date()
         valid = rows - sum(invalid.values())
         self.metrics.batch_written(self._batch_written(self._batch, valid, 0, {day: valid}))
+        self.sli.batch(t, valid)
         self._batch += 1
 
     def samples(self) -> list[Sample]:

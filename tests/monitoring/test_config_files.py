@@ -20,7 +20,14 @@ pytestmark = [
 
 RENDER = PROMETHEUS_DIR / "render-alertmanager-config.sh"
 RULE_FILES = sorted((PROMETHEUS_DIR / "rules").glob("*.yml"))
-RECORDING = yaml.safe_load((PROMETHEUS_DIR / "rules" / "recording.yml").read_text())
+RECORDING_FILES = [PROMETHEUS_DIR / "rules" / name for name in ("recording.yml", "slo.yml")]
+RECORDING_RULES = [
+    r
+    for path in RECORDING_FILES
+    for g in yaml.safe_load(path.read_text())["groups"]
+    for r in g["rules"]
+    if "record" in r
+]
 ALERT_RULES = [
     r
     for path in RULE_FILES
@@ -41,8 +48,7 @@ def test_promtool_check_config_and_rules() -> None:
     result = run([PROMTOOL, "check", "rules", *map(str, RULE_FILES)])
     assert result.returncode == 0, result.stdout + result.stderr
     found = sum(int(n) for n in re.findall(r"SUCCESS: (\d+) rules found", result.stdout))
-    recording = sum(len(g["rules"]) for g in RECORDING["groups"])
-    assert found == len(ALERT_RULES) + recording
+    assert found == len(ALERT_RULES) + len(RECORDING_RULES)
 
 
 def test_promtool_unit_tests_pass() -> None:
@@ -117,15 +123,14 @@ def test_alerts_are_complete_and_consistent() -> None:
 
 
 def test_recording_rules_follow_level_metric_operations_and_are_used() -> None:
-    used = "".join(p.read_text() for p in RULE_FILES if p.name != "recording.yml") + "".join(
-        p.read_text() for p in (REPO / "grafana" / "dashboards").glob("*.json")
-    )
-    for group in RECORDING["groups"]:
-        for rule in group["rules"]:
-            name = rule["record"]
-            assert re.fullmatch(r"[a-z_]+:[a-z_]+:[a-z0-9_]+", name), name
-            assert "cluster" in rule["expr"] or "by (" not in rule["expr"], (name, "keeps cluster")
-            assert name in used, f"{name} is used by no board and no alert"
+    alerts = [yaml.safe_dump(r) for r in ALERT_RULES]
+    boards = [p.read_text() for p in (REPO / "grafana" / "dashboards").glob("*.json")]
+    used = "".join(alerts + boards)
+    for rule in RECORDING_RULES:
+        name = rule["record"]
+        assert re.fullmatch(r"[a-z_]+:[a-z_]+:[a-z0-9_]+", name), name
+        assert "cluster" in rule["expr"] or "by (" not in rule["expr"], (name, "keeps cluster")
+        assert name in used, f"{name} is used by no board and no alert"
 
 
 def test_jmx_exporter_rules_are_the_ones_the_fixtures_were_scraped_with() -> None:

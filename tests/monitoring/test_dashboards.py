@@ -13,7 +13,7 @@ from tests.monitoring import boards
 GRAFANA = boards.REPO / "grafana"
 DATASOURCE_UID = "vigia-prometheus"
 EXPECTED_BOARDS = {"vigia-kafka-cluster", "vigia-topics", "vigia-consumers", "vigia-ingest",
-                   "vigia-capacity", "vigia-hes"}  # fmt: skip
+                   "vigia-capacity", "vigia-hes", "vigia-promises"}  # fmt: skip
 EXPECTED_VARIABLES = {
     "vigia-kafka-cluster": {"cluster", "broker", "topic"},
     "vigia-topics": {"cluster", "topic", "broker"},
@@ -21,6 +21,7 @@ EXPECTED_VARIABLES = {
     "vigia-ingest": {"cluster", "query"},
     "vigia-capacity": {"cluster", "broker"},
     "vigia-hes": {"cluster", "connector"},
+    "vigia-promises": {"cluster"},
 }
 
 

@@ -1,0 +1,1 @@
+"""SLOs as configuration: OpenSLO documents in, Prometheus recording and alerting rules out."""
