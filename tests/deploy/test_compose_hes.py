@@ -106,7 +106,6 @@ def test_the_connector_is_the_recorded_one_writing_to_the_ingest_topic() -> None
     repair = {
         "signal.enabled.channels": "source",
         "signal.data.collection": "hes.debezium_signal",
-        "incremental.snapshot.chunk.size": "8192",
         "transforms": "dropsignal," + recorded["transforms"],
         "transforms.dropsignal.type": "org.apache.kafka.connect.transforms.Filter",
         "transforms.dropsignal.predicate": "signaltable",
@@ -117,8 +116,18 @@ def test_the_connector_is_the_recorded_one_writing_to_the_ingest_topic() -> None
         "predicates.signaltable.pattern": "cdc\\.hes\\.debezium_signal",
         "transforms.unwrap.add.fields": "source.snapshot",
     }
+    # How fast a repair's snapshot reaches Kafka: larger chunks, queue and batches, and producer
+    # requests compressed and batched (docs/performance.md, "Repairing a day").
+    speed = {
+        "incremental.snapshot.chunk.size": "32768",
+        "max.batch.size": "8192",
+        "max.queue.size": "32768",
+        "producer.override.batch.size": "1048576",
+        "producer.override.linger.ms": "50",
+        "producer.override.compression.type": "lz4",
+    }
     dropped = {"database.jdbc.driver", "database.protocol", "message.key.columns"}
-    expected = {k: v for k, v in recorded.items() if k not in dropped} | changed | repair
+    expected = {k: v for k, v in recorded.items() if k not in dropped} | changed | repair | speed
     assert ours == expected
     assert (
         SERVICES["connect"]["environment"]["HES_CONNECT_PASSWORD"]
