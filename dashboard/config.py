@@ -26,6 +26,8 @@ class DashboardConfig:
     log_level: str = "INFO"
     marker: str = ""  # shown beside the brand on every page, e.g. "demo"
     runbooks_dir: str = ""  # empty: the runbooks installed with the package
+    freshness_objective: float = 0.99
+    deadline_objective: float = 0.999
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -49,6 +51,14 @@ _OPTIONS: dict[str, tuple[str, str]] = {
         "VIGIA_DASHBOARD_RUNBOOKS_DIR",
         "directory of <AlertName>.md runbooks served at /runbooks/<AlertName> "
         "(empty: those installed with Vigía)",
+    ),
+    "freshness_objective": (
+        "VIGIA_DASHBOARD_FRESHNESS_OBJECTIVE",
+        "share of live measures to store within 30 minutes over 28 days (Promises page)",
+    ),
+    "deadline_objective": (
+        "VIGIA_DASHBOARD_DEADLINE_OBJECTIVE",
+        "share of each day's measures to store by its deadline over 28 days (Promises page)",
     ),
 }
 
@@ -127,6 +137,10 @@ def load_config(
     level = raw.get("log_level", defaults.log_level).upper()
     if level not in _LOG_LEVELS:
         raise ConfigError(f"log level {level!r} is not one of {', '.join(_LOG_LEVELS)}")
+    objectives = {
+        name: _objective(raw[name], name) if name in raw else getattr(defaults, name)
+        for name in ("freshness_objective", "deadline_objective")
+    }
     return DashboardConfig(
         prometheus_url=_check_url(
             raw.get("prometheus_url", defaults.prometheus_url), "Prometheus URL"
@@ -142,4 +156,15 @@ def load_config(
         log_level=level,
         marker=raw.get("marker", ""),
         runbooks_dir=raw.get("runbooks_dir", ""),
+        **objectives,
     )
+
+
+def _objective(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise ConfigError(f"{name.replace('_', ' ')} {text!r} is not a share in (0, 1) like 0.99")
+    return value
