@@ -19,6 +19,7 @@ from tests.dashboard.test_dashboard_browser import (  # the module skips when Ch
     assert_no_console_errors,
     browser,
     open_page,
+    plot,
     screenshot,
     table,
     wait_for,
@@ -121,6 +122,8 @@ def test_promises_page_shows_compliance_burn_and_incidents_and_no_data_as_such(
     nodata = headline(browser, "slo-deadline-nodata")
     assert "No data" in nodata and "not a perfect score" in nodata, nodata
     assert headline(browser, "slo-deadline-headline") == ""
+    drawn = wait_for(browser, lambda: plot(browser, "fig-slo-freshness-burn"), "burn chart")  # type: ignore[arg-type]
+    assert max(v for v in drawn["burn rate"] if v is not None) == pytest.approx(6.0)
     screenshot(browser, "promises")  # type: ignore[arg-type]
     assert_no_console_errors(browser)  # type: ignore[arg-type]
 
