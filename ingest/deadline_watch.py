@@ -54,7 +54,7 @@ def load_state(store: TextStore, checkpoint: str) -> DeadlineState:
 def stored_by_deadline(spark: SparkSession, output: str, day: dt.date, by: dt.datetime) -> int:
     """Distinct measures of ``day`` under ``output`` (which holds files) stored
     (``ingested_at``) at ``by`` at the latest."""
-    micros = int(by.timestamp()) * 1_000_000
+    micros = round(by.timestamp() * 1_000_000)
     return (
         spark.read.schema(VALID_SCHEMA)
         .parquet(output)
