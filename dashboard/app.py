@@ -18,7 +18,7 @@ from vigia.dashboard.config import DashboardConfig
 from vigia.dashboard.data import Unreachable, scalar
 from vigia.dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
 from vigia.dashboard.sources import Sources
-from vigia.dashboard.views import capacity
+from vigia.dashboard.views import capacity, promises
 from vigia.dashboard.views.common import Filters
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,7 @@ def _shell(config: DashboardConfig) -> html.Div:
 def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     """The Dash app; `sources` is anything with Sources' methods (tests pass fakes)."""
     src = sources if sources is not None else Sources(config)
+    promises.use_objectives(config.freshness_objective, config.deadline_objective)
     app = Dash(
         __name__,
         title=f"Vigía · {config.marker}" if config.marker else "Vigía",

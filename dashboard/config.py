@@ -38,6 +38,8 @@ class DashboardConfig:
     exporter_user: str = ""
     exporter_password: str = dataclasses.field(default="", repr=False)
     outage_target: float = DEFAULT_TARGET_SECONDS  # seconds; the Capacity page's outage budget
+    freshness_objective: float = 0.99
+    deadline_objective: float = 0.999
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -89,6 +91,14 @@ _OPTIONS: dict[str, tuple[str, str]] = {
         "VIGIA_DASHBOARD_OUTAGE_TARGET",
         "the outage Connect and the ingest job should each survive without losing a measure "
         "(Capacity page: the settings it needs), seconds or a duration like 24h",
+    ),
+    "freshness_objective": (
+        "VIGIA_DASHBOARD_FRESHNESS_OBJECTIVE",
+        "share of live measures to store within 30 minutes over 28 days (Promises page)",
+    ),
+    "deadline_objective": (
+        "VIGIA_DASHBOARD_DEADLINE_OBJECTIVE",
+        "share of each day's measures to store by its deadline over 28 days (Promises page)",
     ),
 }
 # The Prometheus ecosystem's spelling of the flag, beside --web-config-file.
@@ -191,6 +201,10 @@ def load_config(
             password = read_secret(raw["exporter_password_file"])
         except SecretFileError as exc:
             raise ConfigError(f"--exporter-password-file: {exc}") from None
+    objectives = {
+        name: _objective(raw[name], name) if name in raw else getattr(defaults, name)
+        for name in ("freshness_objective", "deadline_objective")
+    }
     return DashboardConfig(
         prometheus_url=_check_url(
             raw.get("prometheus_url", defaults.prometheus_url), "Prometheus URL"
@@ -213,4 +227,15 @@ def load_config(
         exporter_user=user,
         exporter_password=password,
         outage_target=target,
+        **objectives,
     )
+
+
+def _objective(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise ConfigError(f"{name.replace('_', ' ')} {text!r} is not a share in (0, 1) like 0.99")
+    return value

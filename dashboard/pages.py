@@ -21,7 +21,9 @@ from vigia.dashboard.views import (
     ingest,
     overview,
     pipeline,
+    promises,
     replication,
+    slo_glance,
     topics,
 )
 from vigia.dashboard.views.common import Filters, PageContext
@@ -58,7 +60,13 @@ PAGES: tuple[Page, ...] = (
     Page("/consumers", "Consumers", lambda f, w: consumers.plan(f), consumers.build),
     Page("/ingest", "Ingest", lambda f, w: ingest.plan(), ingest.build),
     Page("/pipeline", "Pipeline", lambda f, w: pipeline.plan(), pipeline.build),
-    Page("/capacity", "Capacity", lambda f, w: capacity.plan(f, w.end - w.start), capacity.build),
+    Page(
+        "/capacity",
+        "Capacity",
+        lambda f, w: slo_glance.with_glance(capacity.plan(f, w.end - w.start)),
+        lambda ctx: [slo_glance.view(ctx), *capacity.build(ctx)],
+    ),
+    Page("/promises", "Promises", lambda f, w: promises.plan(w.step), promises.build),
 )
 PAGE_BY_PATH = {p.path: p for p in PAGES}
 

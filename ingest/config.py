@@ -8,17 +8,20 @@ the shared VIGIA_KAFKA_BOOTSTRAP_SERVERS, VIGIA_KAFKA_OPTIONS and VIGIA_LOG_LEVE
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vigia.common import kafka_config
 from vigia.common.hes import DsnError, parse_dsn
 from vigia.common.secret_file import SecretFileError, read_secret
 from vigia.common.web_config import WebConfig, WebConfigError
 from vigia.common.web_tls import load as load_web_config
+from vigia.ingest.deadline import DeadlineRule
 from vigia.ingest.kafka_source.offsets import OffsetSpecError, StartingOffsets
 
 SOURCES: Final = ("python-kafka", "spark-kafka")
@@ -65,6 +68,9 @@ class IngestConfig:
     hes_interval: float = 300.0
     # --web.config.file: TLS and basic auth of /metrics (vigia.common.web_config).
     web: WebConfig = field(default_factory=WebConfig)
+    # A day's measures are due by this time on the next day, in this zone (the utility's).
+    deadline_time: str = "06:00"
+    deadline_timezone: str = "UTC"
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -137,6 +143,15 @@ _OPTIONS: Final[dict[str, tuple[str, str]]] = {
     "hes_interval": (
         "VIGIA_INGEST_HES_INTERVAL",
         "time between two counts of the closed days' rows in the HES, seconds or a duration",
+    ),
+    "deadline_time": (
+        "VIGIA_INGEST_DEADLINE_TIME",
+        "a day's measures are due by this time (HH:MM) on the next day: the completeness-by-"
+        "deadline counters count the day then",
+    ),
+    "deadline_timezone": (
+        "VIGIA_INGEST_DEADLINE_TIMEZONE",
+        "the utility's time zone (IANA name, e.g. America/Montevideo) the deadline is in",
     ),
 }
 
@@ -270,6 +285,10 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         except DsnError as exc:
             raise ConfigError(f"--hes-dsn: {exc}") from None
 
+    deadline_time = raw.get("deadline_time", defaults.deadline_time)
+    deadline_timezone = raw.get("deadline_timezone", defaults.deadline_timezone)
+    deadline_rule(deadline_time, deadline_timezone)
+
     driver_memory = raw.get("driver_memory", defaults.driver_memory)
     if not _JVM_SIZE.fullmatch(driver_memory):
         raise ConfigError(f"driver memory {driver_memory!r} is not a JVM size such as 2g or 1536m")
@@ -328,7 +347,21 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> In
         hes_dsn=raw.get("hes_dsn"),
         hes_interval=hes_interval,
         web=web,
+        deadline_time=deadline_time,
+        deadline_timezone=deadline_timezone,
     )
+
+
+def deadline_rule(time_text: str, zone: str) -> DeadlineRule:
+    """The deadline flags as a rule, or ConfigError."""
+    try:
+        at = dt.time.fromisoformat(time_text)
+    except ValueError:
+        raise ConfigError(f"deadline time {time_text!r} is not a time such as 06:00") from None
+    try:
+        return DeadlineRule(at, ZoneInfo(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"deadline time zone {zone!r} is not an IANA time zone name") from None
 
 
 def load_config(

@@ -5,7 +5,8 @@
       → transform.slim (the message as received kept on rejected rows only)           [streaming]
       → foreachBatch: persist; split valid / rejected; dedupe_latest(valid); drop rows an
                       incremental snapshot re-delivered that are already stored
-                      (ingest.redelivery); ExactlyOnceSink publishes both as batch N   [per batch]
+                      (ingest.redelivery); observe the stored rows (per day, freshness:
+                      ingest.freshness); ExactlyOnceSink publishes both as batch N     [per batch]
 
 Exactly once end to end rests on three things: Spark's offset log fixes each batch's Kafka ranges
 before it runs (a replay reads the same messages); `ingest.sinks.ExactlyOnceSink` makes publishing a
@@ -47,8 +48,18 @@ from pyspark.sql.streaming.query import StreamingQuery
 from vigia.common import wsgi_server
 from vigia.common.hes import parse_dsn
 from vigia.ingest import redelivery, transform
-from vigia.ingest.config import IngestConfig
-from vigia.ingest.hes_source import DayRowsRefresher
+from vigia.ingest.config import IngestConfig, deadline_rule
+from vigia.ingest.deadline import DeadlineState, first_judged_day
+from vigia.ingest.deadline_watch import (
+    STATE_FILE as DEADLINE_STATE_FILE,
+)
+from vigia.ingest.deadline_watch import (
+    DeadlineWatch,
+    load_state,
+    stored_by_deadline,
+)
+from vigia.ingest.freshness import batch_freshness, freshness_exprs
+from vigia.ingest.hes_source import DayRowsRefresher, day_rows
 from vigia.ingest.kafka_source import SOURCE_NAME, register
 from vigia.ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
 from vigia.ingest.kafka_source.counts import summed
@@ -65,7 +76,7 @@ from vigia.ingest.metrics import (
     sample_from_progress,
     utc_today,
 )
-from vigia.ingest.schema import KAFKA_SOURCE_COLUMNS, REDELIVERED, VALID_SCHEMA
+from vigia.ingest.schema import KAFKA_SOURCE_COLUMNS, REDELIVERED, SNAPSHOT_READ, VALID_SCHEMA
 from vigia.ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
 from vigia.ingest.spark_health import SparkHealth, executors_url, rest_fetch
 from vigia.ingest.spark_session import start_session
@@ -227,14 +238,18 @@ class BatchWriter:
         # read Kafka and parse every message again.
         classified.persist()
         try:
+            # Collecting these dates fills the cache (most of a batch's work): the stamp taken
+            # after it is the closer to the commit, the moment freshness measures ages to.
+            redelivered = redelivery.redelivered_dates(classified)
             now = transform.ingested_at(dt.datetime.now(dt.UTC))
-            valid, invalid = transform.split_classified(classified, now, (REDELIVERED,))
+            valid, invalid = transform.split_classified(
+                classified, now, (REDELIVERED, SNAPSHOT_READ)
+            )
             before = Observation(f"valid-{batch_id}")
             valid = valid.observe(before, F.count(F.lit(1)).alias("rows"))
             days = day_window(utc_today())
             after = Observation(f"stored-{batch_id}")
             latest = transform.dedupe_latest(valid)
-            redelivered = redelivery.redelivered_dates(classified)
             if redelivered:
                 stored_keys = redelivery.stored_keys(
                     classified.sparkSession, self._config.output, redelivered, batch_id
@@ -251,7 +266,8 @@ class BatchWriter:
                 after,
                 F.count(F.lit(1)).alias("rows"),
                 *(F.count_if(F.col("measure_date") == F.lit(d)).alias(d.isoformat()) for d in days),
-            )
+                *freshness_exprs(F.col("ingested_at"), F.col("ts"), F.col(SNAPSHOT_READ)),
+            ).drop(SNAPSHOT_READ)
             self._sink.write(
                 batch_id,
                 [
@@ -269,6 +285,7 @@ class BatchWriter:
                     rows_by_date={
                         d: counts[d.isoformat()] for d in days if counts.get(d.isoformat())
                     },
+                    freshness=batch_freshness(counts),
                 )
             )
             log.info("batch %d: %d measures stored", batch_id, valid_rows)
@@ -342,6 +359,47 @@ def running_since(fs: HadoopFs, checkpoint: str, now: Callable[[], float] = time
     since = now()
     fs.write_text(path, f"{since:.3f}\n")
     return since
+
+
+def deadline_watch(
+    spark: SparkSession, fs: HadoopFs, config: IngestConfig, metrics: IngestMetrics, since: float
+) -> DeadlineWatch | None:
+    """The completeness-by-deadline counters' watch, when the job knows what a day should hold
+    (--hes-dsn or --expected-meters; none otherwise, like the completeness ratio)."""
+    per_day = expected_measures_per_day(config.expected_meters)
+    expected: Callable[[dt.date], int | None]
+    if config.hes_dsn:
+        dsn = parse_dsn(config.hes_dsn)
+        expected = lambda day: day_rows(dsn, (day,))[day]  # noqa: E731
+    elif per_day is not None:
+        expected = lambda day: per_day  # noqa: E731
+    else:
+        return None
+    output = config.output.rstrip("/")
+
+    def stored(day: dt.date, by: dt.datetime) -> int:
+        if not fs.exists(f"{output}/measure_date={day.isoformat()}"):
+            return 0
+        return stored_by_deadline(spark, output, day, by)
+
+    def save(state: DeadlineState) -> None:
+        fs.write_text(config.checkpoint.rstrip("/") + "/" + DEADLINE_STATE_FILE, state.to_json())
+
+    rule = deadline_rule(config.deadline_time, config.deadline_timezone)
+    log.info(
+        "each day's measures are due by %s the next day (%s)",
+        rule.at.isoformat("minutes"),
+        rule.zone,
+    )
+    return DeadlineWatch(
+        rule,
+        first_judged_day(since),
+        load_state(fs, config.checkpoint),
+        expected,
+        stored,
+        save,
+        metrics.deadline_counted,
+    )
 
 
 def failure_sentence(exc: BaseException) -> str:
@@ -430,9 +488,17 @@ class IngestJob:
                 (self.config.checkpoint, "checkpoint"),
             ):
                 sink.fs.check_writable(path, what)
-            self.metrics.running_since(running_since(sink.fs, self.config.checkpoint))
+            since = running_since(sink.fs, self.config.checkpoint)
+            self.metrics.running_since(since)
             self.metrics.seed_days(stored_day_counts(self.spark, sink, self.config.output))
-            self._stream(sink)
+            watch = deadline_watch(self.spark, sink.fs, self.config, self.metrics, since)
+            if watch is not None:
+                watch.start()
+            try:
+                self._stream(sink)
+            finally:
+                if watch is not None:
+                    watch.stop()
         except StreamingQueryException as exc:
             raise JobError(failure_sentence(exc)) from exc
         except SinkError as exc:

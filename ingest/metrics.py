@@ -35,6 +35,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from vigia.ingest.deadline import DeadlineState
+from vigia.ingest.freshness import COHORTS, FRESHNESS_BUCKETS, AgeCounts
 from vigia.ingest.kafka_source.offsets import Offsets, from_json, offsets_behind
 from vigia.ingest.schema import MAGNITUDES, PERIODS_PER_DAY, REASONS
 from vigia.ingest.transform import OBSERVATION, OBSERVED_NEWEST_TS
@@ -120,6 +122,8 @@ class BatchWritten:
     valid_rows: int
     duplicate_rows: int
     rows_by_date: dict[dt.date, int] = field(default_factory=dict)
+    freshness: Mapping[str, AgeCounts] = field(default_factory=dict)
+    """Ages of the stored measures per cohort (`ingest.freshness.batch_freshness`)."""
 
 
 def day_window(today: dt.date) -> list[dt.date]:
@@ -187,6 +191,9 @@ class IngestMetrics(Collector):
         self._source_days: dict[dt.date, int] = {}
         self._seen_batches: set[int] = set()
         self._running_since: float | None = None
+        self._freshness = {cohort: AgeCounts() for cohort in COHORTS}
+        self._deadline: DeadlineState | None = None
+        self._deadline_overdue = 0
 
     # -- feeds -------------------------------------------------------------------------------
     def query_started(self) -> None:
@@ -233,6 +240,15 @@ class IngestMetrics(Collector):
             self._duplicate_rows += written.duplicate_rows
             for day, rows in written.rows_by_date.items():
                 self._days[day] = self._days.get(day, 0) + rows
+            for cohort, ages in written.freshness.items():
+                self._freshness[cohort] = self._freshness[cohort] + ages
+
+    def deadline_counted(self, state: DeadlineState, overdue: int) -> None:
+        """The deadline counters' totals (`ingest.deadline_watch`) and how many due days could
+        not be counted yet (the HES unreachable, storage unreadable)."""
+        with self._lock:
+            self._deadline = state
+            self._deadline_overdue = overdue
 
     def source_day_rows(self, rows: Mapping[dt.date, int]) -> None:
         """Rows the HES holds per closed day (`ingest.hes_source.DayRowsRefresher`): with them, a
@@ -342,6 +358,7 @@ class IngestMetrics(Collector):
             buckets.append(("+Inf" if le == float("inf") else repr(le), cumulative))
         histogram.add_metric(q, buckets, self._duration_sum)
         yield histogram
+        yield self._freshness_family()
         phases = GaugeMetricFamily(
             "vigia_ingest_phase_duration_seconds",
             "The last micro-batch's durationMs breakdown, by Spark's phase names.",
@@ -396,6 +413,48 @@ class IngestMetrics(Collector):
             elif self._expected_per_day:
                 ratio.add_metric([self.query, day.isoformat()], stored / self._expected_per_day)
         yield ratio
+        yield from self._deadline_families()
+
+    def _freshness_family(self) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(
+            "vigia_ingest_measure_freshness_seconds",
+            "Seconds from a stored measure's ts (the HES wrote it) to its batch's ingested_at "
+            "stamp, by cohort: live (read from the binlog) or redelivered (read by a snapshot).",
+            labels=["query", "cohort"],
+        )
+        for cohort in COHORTS:
+            ages = self._freshness[cohort]
+            buckets = [(str(le), n) for le, n in zip(FRESHNESS_BUCKETS, ages.buckets, strict=True)]
+            family.add_metric(
+                [self.query, cohort], [*buckets, ("+Inf", ages.count)], ages.sum_seconds
+            )
+        return family
+
+    def _deadline_families(self) -> Iterable[Metric]:
+        state = self._deadline
+        expected = CounterMetricFamily(
+            "vigia_ingest_deadline_measures_expected",
+            "Measures expected of each day, added once when the day's deadline passes.",
+            labels=["query"],
+        )
+        stored = CounterMetricFamily(
+            "vigia_ingest_deadline_measures_stored",
+            "Of those, the measures stored by the deadline, added at the same time.",
+            labels=["query"],
+        )
+        overdue = GaugeMetricFamily(
+            "vigia_ingest_deadline_days_overdue",
+            "Days past their deadline not counted yet (their expected or stored measures could "
+            "not be read: see the job's log).",
+            labels=["query"],
+        )
+        if state is not None:
+            expected.add_metric([self.query], state.expected_total)
+            stored.add_metric([self.query], state.stored_total)
+            overdue.add_metric([self.query], self._deadline_overdue)
+        yield expected
+        yield stored
+        yield overdue
 
 
 class IngestListener(StreamingQueryListener):

@@ -144,3 +144,8 @@ REDELIVERED: Final = "redelivered"
 again from the HES (the job stores it only when its key is not stored yet,
 `vigia.ingest.redelivery`)."""
 """One measure; a later message with the same key is a correction."""
+SNAPSHOT_READ: Final = "snapshot_read"
+"""Column of a classified message: true when SNAPSHOT_FIELD says a snapshot read the row from the
+HES's table (the connector's initial snapshot, or an incremental one: `vigia-ingest repair`) rather
+than from its binlog. Such a row was written long before it was read: its freshness counts in the
+``redelivered`` cohort (`vigia.ingest.freshness`), not against the live promise."""

@@ -5,9 +5,9 @@ columns of Spark's Kafka source (`ingest.schema.KAFKA_SOURCE_COLUMNS`).
 
     parse(raw)                 the JSON read vectorised (from_json, PERMISSIVE): typed, then as text
                                where the typed read fails
-    classify(parsed)           typed measure columns, `reason` (null when the row is valid) and
+    classify(parsed)           typed measure columns, `reason` (null when the row is valid),
                                `redelivered` (an incremental snapshot read it again, see
-                               ingest.redelivery)
+                               ingest.redelivery) and `snapshot_read` (any snapshot read it)
     slim(classified)           the message as received kept on rejected rows only
     split_classified(df, at)   (valid rows in VALID_COLUMNS, rejected rows in QUARANTINE_COLUMNS),
                                stamped ingested_at (`ingested_at(at)` in a stream's batches)
@@ -56,6 +56,7 @@ from vigia.ingest.schema import (
     REASONS,
     REDELIVERED,
     SNAPSHOT_FIELD,
+    SNAPSHOT_READ,
     TYPED_JSON_SCHEMA,
     VALID_COLUMNS,
     Reason,
@@ -169,6 +170,8 @@ def classify(parsed: DataFrame) -> DataFrame:
         "_malformed",
         "_missing",
         F.coalesce(F.col("_snapshot") == "incremental", F.lit(False)).alias(REDELIVERED),
+        # Debezium writes "false" on binlog rows and true, first, last, … on snapshot reads.
+        F.coalesce(F.col("_snapshot") != "false", F.lit(False)).alias(SNAPSHOT_READ),
     )
     period, value = F.col("period"), F.col("value")
     failed: dict[Reason, Column] = {
@@ -194,6 +197,7 @@ def classify(parsed: DataFrame) -> DataFrame:
         *_KAFKA_COLUMNS,
         reason.alias("reason"),
         REDELIVERED,
+        SNAPSHOT_READ,
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.metrics_doc import documented, served
+from vigia.ingest.deadline import DeadlineState
 from vigia.ingest.metrics import BatchWritten, IngestMetrics, sample_from_progress
 from vigia.ingest.spark_health import SparkHealth
 
@@ -32,6 +33,7 @@ def test_ingest_families_match_docs() -> None:
         metrics.progress(sample_from_progress(event))
     today = dt.datetime.now(dt.UTC).date()
     metrics.batch_written(BatchWritten(1, 10, 0, {today: 10}))
+    metrics.deadline_counted(DeadlineState(today, 768, 760), 0)
     health = SparkHealth("vigia-ingest")
     health.attach(lambda: EXECUTORS)
     registry = CollectorRegistry()
@@ -39,5 +41,5 @@ def test_ingest_families_match_docs() -> None:
     registry.register(health)  # the job serves both (ingest.job.serve_metrics)
     code = served([generate_latest(registry).decode()])
     doc = documented(("vigia_ingest_",))
-    assert len(doc) == 23
+    assert len(doc) == 27
     assert code == doc
