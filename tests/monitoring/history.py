@@ -13,8 +13,8 @@ Sources, each stamped with the job/instance/cluster labels Prometheus' scrape wo
 - vigia-ingest: `ingest.metrics.IngestMetrics` (the job's real collector) fed one progress event
   and one written batch every 30 s, a few Kafka retries every fifth batch and one retention skip,
   plus `vigia_ingest_day_completeness_ratio`, which the ingest job does not serve yet (synthetic,
-  named as in prometheus/rules/alerts.yml), and the SLIs of prometheus/slo/slos.yml (SliFeed:
-  synthetic, named as the SLO file reads them; drop them here once the job serves them); and
+  named as in prometheus/rules/alerts.yml), with the SLIs of prometheus/slo/slos.yml (freshness
+  per batch, yesterday's deadline counted half an hour in); and
   `ingest.spark_health.SparkHealth` answering the
   recorded standalone cluster (tests/fixtures/spark-rest/): healthy, then an executor lost
   halfway.
@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Gauge
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 from tests.conftest import KAFKA_FIXTURES, SCENARIOS
 from vigia.exporter.model.granularity import DEFAULT, Granularity
@@ -344,61 +343,13 @@ def jmx_rates(
     return rates
 
 
-class SliFeed:
-    """The SLO file's SLIs, as the ingest job would serve them: per batch, 99.8 % of the live
-    measures stored within 5 minutes and 0.2 % within an hour, and a snapshot re-read hours late
-    (cohort redelivered); yesterday's deadline passes half an hour in, at 96.2 % like the
-    completeness gauge."""
+def stored_at(rows: int, lateness: float) -> Any:
+    """`rows` measures stored `lateness` seconds after the HES wrote them, as the job counts them
+    (`ingest.freshness.AgeCounts`)."""
+    from vigia.ingest.freshness import FRESHNESS_BUCKETS, AgeCounts
 
-    BOUNDS = (60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0)
-
-    def __init__(self, query: str, deadline: float, daily: int) -> None:
-        self.query = query
-        self.deadline = deadline
-        self.daily = daily
-        self.passed = False
-        # cohort -> bucket bound -> measures at most that late; cohort -> sum of seconds
-        self.buckets = {c: dict.fromkeys(self.BOUNDS, 0) for c in ("live", "redelivered")}
-        self.counts = dict.fromkeys(self.buckets, 0)
-        self.sums = dict.fromkeys(self.buckets, 0.0)
-
-    def stored(self, cohort: str, rows: int, lateness: float) -> None:
-        for bound in self.BOUNDS:
-            if lateness <= bound:
-                self.buckets[cohort][bound] += rows
-        self.counts[cohort] += rows
-        self.sums[cohort] += rows * lateness
-
-    def batch(self, t: float, rows: int) -> None:
-        late = rows // 500
-        self.stored("live", rows - late, 240.0)
-        self.stored("live", late, 2400.0)
-        self.stored("redelivered", 100, 30000.0)
-        self.passed = self.passed or t >= self.deadline
-
-    def collect(self) -> list[Any]:
-        freshness = HistogramMetricFamily(
-            "vigia_ingest_measure_freshness_seconds",
-            "Seconds from the HES row's timestamp to the commit of the batch that stored it.",
-            labels=["query", "cohort"],
-        )
-        for cohort, buckets in self.buckets.items():
-            cumulative = [(str(b), float(n)) for b, n in buckets.items()]
-            cumulative.append(("+Inf", float(self.counts[cohort])))
-            freshness.add_metric([self.query, cohort], cumulative, self.sums[cohort])
-        expected = CounterMetricFamily(
-            "vigia_ingest_deadline_measures_expected",
-            "Measures expected of the days whose deadline passed.",
-            labels=["query"],
-        )
-        stored = CounterMetricFamily(
-            "vigia_ingest_deadline_measures_stored",
-            "Measures stored by their day's deadline.",
-            labels=["query"],
-        )
-        expected.add_metric([self.query], self.daily if self.passed else 0)
-        stored.add_metric([self.query], int(self.daily * 0.962) if self.passed else 0)
-        return [freshness, expected, stored]
+    buckets = tuple(rows if lateness <= le else 0 for le in FRESHNESS_BUCKETS)
+    return AgeCounts(buckets, rows, rows * lateness)
 
 
 class IngestFeed:
@@ -410,11 +361,13 @@ class IngestFeed:
 
     def __init__(self, start: float, seed: int = 5) -> None:
         # Imported here: it needs pyspark, which only the history (not the static tests) requires.
+        from vigia.ingest.deadline import DeadlineState
         from vigia.ingest.metrics import BatchWritten, IngestMetrics, ProgressSample
         from vigia.ingest.schema import REASONS
         from vigia.ingest.spark_health import SparkHealth
 
         self._batch_written = BatchWritten
+        self._deadline_state = DeadlineState
         self._progress_sample = ProgressSample
         self._reasons = [r.value for r in REASONS]
         self.now = start
@@ -449,8 +402,15 @@ class IngestFeed:
             self.completeness.labels((today - dt.timedelta(days=d)).isoformat()).set(
                 0.962 if d == 1 else 0.998
             )
-        self.sli = SliFeed(INGEST_QUERY, start + 1800, daily)
-        self.registry.register(self.sli)
+        # The SLIs of prometheus/slo/slos.yml: yesterday's deadline passes half an hour in, at
+        # 96.2 % like the completeness gauge.
+        self._deadline_at, self._yesterday, self._daily = (
+            start + 1800,
+            today - dt.timedelta(1),
+            daily,
+        )
+        self._deadline_passed = False
+        self.metrics.deadline_counted(DeadlineState(), 0)
         self.metrics.query_started()
         self._batch = 0
         self._next_batch = start
@@ -491,8 +451,21 @@ class IngestFeed:
             self.skipped[("measure", 2)] = 1500
         day = dt.datetime.fromtimestamp(t, dt.UTC).date()
         valid = rows - sum(invalid.values())
-        self.metrics.batch_written(self._batch_written(self._batch, valid, 0, {day: valid}))
-        self.sli.batch(t, valid)
+        # 99.8 % of the live measures stored within 5 minutes, 0.2 % within an hour, and a
+        # snapshot re-read hours late (cohort redelivered).
+        late = valid // 500
+        freshness = {
+            "live": stored_at(valid - late, 240.0) + stored_at(late, 2400.0),
+            "redelivered": stored_at(100, 30000.0),
+        }
+        self.metrics.batch_written(
+            self._batch_written(self._batch, valid, 0, {day: valid}, freshness)
+        )
+        if not self._deadline_passed and t >= self._deadline_at:
+            self._deadline_passed = True
+            stored = int(self._daily * 0.962)
+            state = self._deadline_state(self._yesterday, self._daily, stored)
+            self.metrics.deadline_counted(state, 0)
         self._batch += 1
 
     def samples(self) -> list[Sample]:

@@ -55,7 +55,7 @@ FIRING_IN_HISTORY = {
     # minutes behind at the end (inhibited by HesConnectorFailed in Alertmanager).
     "HesToKafkaBehind": [{}],
     "HesDayIncomplete": [{}],
-    # Yesterday's deadline passes half an hour in, at 96.2 % (the SLIs: history.SliFeed).
+    # Yesterday's deadline passes half an hour in, at 96.2 % (the SLIs: history.IngestFeed).
     "IngestCompletenessFastBurn": [{"slo": "ingest-completeness"}],
     "IngestCompletenessSlowBurn": [{"slo": "ingest-completeness"}],
     "Watchdog": [{}],  # always, and about this Prometheus: no cluster
