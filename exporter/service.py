@@ -202,10 +202,15 @@ class CollectionService:
             log.info("Kafka reachable again after %d failed collection(s)", self._failures)
             self._failures = 0
             self._last_failed -= {"metadata", COLLECTION_PHASE}  # said by the line above
-        # One line when a phase starts failing and one when it recovers, not per collection.
+        # One line when a phase starts failing and one when it recovers, not per collection, and
+        # one per phase, not per group or partition the phase failed for.
+        starting: dict[str, list[str]] = {}
         for error in snapshot.errors:
             if error.phase not in self._last_failed:
-                log.warning("phase %s failing: %s", error.phase, error.message)
+                starting.setdefault(error.phase, []).append(error.message)
+        for phase, messages in starting.items():
+            more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
+            log.warning("phase %s failing: %s%s", phase, messages[0], more)
         for phase in sorted(self._last_failed - snapshot.failed_phases):
             log.info("phase %s recovered", phase)
         self._last_failed = snapshot.failed_phases

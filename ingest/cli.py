@@ -68,8 +68,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"vigia-ingest: {exc}\n")
         return EXIT_INVALID
 
-    # py4j logs every callback from the JVM (each batch, each listener event) at INFO.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
     if args.command == "run":
         from vigia.ingest.job import run_job
 

@@ -1,7 +1,7 @@
-"""The README's ACL commands grant what the code uses: its topics, groups and operations.
+"""docs/security.md's ACL commands grant what the code uses: its topics, groups and operations.
 
-Each component's `kafka-acls.sh` commands are parsed from the README and compared with the names
-the code derives (default probe topic and probe group prefix, the ingest job's group and its
+Each component's `kafka-acls.sh` commands are parsed from docs/security.md and compared with the
+names the code derives (default probe topic and probe group prefix, the ingest job's group and its
 readers' group from --group-id, the topics) and with the operations each component's Kafka calls
 need (the list issue 15 read from a broker's authorizer log, plus Alter on the cluster for the
 probe's preferred-leader elections).
@@ -20,15 +20,15 @@ from vigia.ingest.config import IngestConfig
 from vigia.ingest.kafka_source.options import reader_group
 from vigia.ingest.simulator.cli import build_parser
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+SECURITY = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text("utf-8")
 
 Grant = tuple[str, str, str, str, frozenset[str]]
 """(principal, resource type, resource name, pattern type, operations)."""
 
 
 def section(title: str) -> str:
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, re.S | re.M)
-    assert match, f"README has no section {title!r}"
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", SECURITY, re.S | re.M)
+    assert match, f"docs/security.md has no section {title!r}"
     return match.group(1)
 
 
@@ -102,4 +102,4 @@ def test_simulator_grants() -> None:
 
 @pytest.mark.parametrize("advice", ["VIGIA_KAFKA_OPTIONS", "`ps`"])
 def test_passwords_go_through_the_environment(advice: str) -> None:
-    assert advice in section("Point Vigía at an existing Kafka cluster")
+    assert advice in section("SASL/SSL and other client settings")

@@ -227,6 +227,18 @@ def test_one_log_line_when_a_phase_starts_failing_and_one_when_it_recovers(
     ]
 
 
+def test_a_phase_failing_for_many_groups_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    good = snapshot("healthy")
+    errors = tuple(PhaseError("groups", f"group g{n}: not authorized") for n in range(2000))
+    service = CollectionService(lambda timeout: replace(good, errors=errors), interval=1, timeout=1)
+    caplog.set_level(logging.INFO, logger="vigia.exporter.service")
+    service.collect_once()
+    service.collect_once()
+    assert [r.getMessage() for r in caplog.records] == [
+        "phase groups failing: group g0: not authorized (and 1999 more)"
+    ]
+
+
 def test_a_collection_longer_than_the_interval_is_said_once_and_served(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
