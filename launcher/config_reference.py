@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vigia.common.slo.cli import build_parser as slo_parser
 from vigia.dashboard.config import build_parser as dashboard_parser
 from vigia.exporter.config import build_parser as exporter_parser
 from vigia.ingest.cli import build_parser as ingest_parser
@@ -102,6 +103,7 @@ def _parsers() -> Iterator[tuple[str, argparse.ArgumentParser, dict[argparse.Act
         ("vigia-simulate", lambda _env: simulator_parser()),
         ("vigia-dashboard", lambda _env: dashboard_parser()),
         ("vigia-stack", lambda _env: stack_parser()),
+        ("vigia-slo", lambda _env: slo_parser()),
     )
     for name, build in builders:
         environ = _RecordingEnviron()

@@ -26,7 +26,7 @@ def generate(spec: Path) -> str:
     return render(rule_groups(parse(yaml.safe_load_all(spec.read_text(encoding="utf-8")))))
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vigia-slo", description=__doc__)
     parser.add_argument(
         "--spec",
@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="write nothing; exit 1 when the rule file is not the generator's output",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging()
     try:

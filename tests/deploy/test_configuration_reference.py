@@ -26,7 +26,9 @@ OUTSIDE_TOOLS = {
         "--unavailable-partitions", "--under-min-isr-partitions", "--under-replicated-partitions",
     },
     "docker compose": {"--build", "--tail"},
-    "pip": {"--upgrade"},
+    "pip": {"--upgrade", "--no-deps"},
+    "systemctl": {"--now"},
+    "adduser": {"--system", "--group", "--home", "--no-create-home"},
     "spark-submit": {"--packages", "--driver-java-options"},
     "hadoop classpath": {"--glob"},
 }  # fmt: skip
@@ -50,7 +52,7 @@ def test_the_committed_reference_is_the_generated_one() -> None:
 
 
 def test_every_setting_has_its_environment_variable_except_per_run_inputs() -> None:
-    per_run = {"--date", "--force", "--sample-size", "--dry-run", "--help"}
+    per_run = {"--date", "--force", "--sample-size", "--dry-run", "--drop-in", "--check", "--help"}
     lacking = [
         (c.name, s.flags[0])
         for c in commands()
