@@ -10,8 +10,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import yaml
+
 from vigia.common.secret_file import SecretFileError, read_secret
+from vigia.common.slo.cli import SPEC
+from vigia.common.slo.spec import parse as parse_slos
 from vigia.dashboard.leg_budget import DEFAULT_TARGET_SECONDS
+
+_SLO_TARGETS = {
+    slo.name: float(slo.target)
+    for slo in parse_slos(yaml.safe_load_all(SPEC.read_text(encoding="utf-8")))
+}
 
 
 class ConfigError(ValueError):
@@ -38,8 +47,10 @@ class DashboardConfig:
     exporter_user: str = ""
     exporter_password: str = dataclasses.field(default="", repr=False)
     outage_target: float = DEFAULT_TARGET_SECONDS  # seconds; the Capacity page's outage budget
-    freshness_objective: float = 0.99
-    deadline_objective: float = 0.999
+    # The Promises page's objectives: the installed SLO file's unless set (an operator who edits
+    # their own SLO file sets these to match).
+    freshness_objective: float = _SLO_TARGETS["ingest-freshness"]
+    deadline_objective: float = _SLO_TARGETS["ingest-completeness"]
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -94,11 +105,13 @@ _OPTIONS: dict[str, tuple[str, str]] = {
     ),
     "freshness_objective": (
         "VIGIA_DASHBOARD_FRESHNESS_OBJECTIVE",
-        "share of live measures to store within 30 minutes over 28 days (Promises page)",
+        "share of live measures to store within 30 minutes over 28 days (Promises page; "
+        "default: the installed SLO file's, prometheus/slo/slos.yml)",
     ),
     "deadline_objective": (
         "VIGIA_DASHBOARD_DEADLINE_OBJECTIVE",
-        "share of each day's measures to store by its deadline over 28 days (Promises page)",
+        "share of each day's measures to store by its deadline over 28 days (Promises page; "
+        "default: the installed SLO file's)",
     ),
 }
 # The Prometheus ecosystem's spelling of the flag, beside --web-config-file.
