@@ -48,10 +48,10 @@ typecheck: $(VENV)/.installed
 
 # pytest exits 5 when it collects nothing, which fails this target: an empty run is never green;
 # in CI a skipped test fails too (tests/strict.py), and each run ends with a `skipped: N` line.
-# Two runs: the unit suites on two workers (most of their time is waiting on subprocesses, Spark
-# and servers: 10 minutes instead of 15), then the real-stack suites (the `realstack` marker,
-# tests/realstack) in one process, which starts the Kafka cluster, Connect and the HES once and
-# keeps the cores to itself.
+# Two runs, each on two workers: most of a test's time is waiting on subprocesses, Spark, servers
+# and drills' timers. The unit suites first; then the real-stack suites (the `realstack` marker,
+# tests/realstack), one file per worker at a time (a file's tests share their stack), each worker
+# starting its own Kafka cluster, Connect and HES once.
 unit: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -m "not realstack" -n 2
-	$(VENV)/bin/python -m pytest -m realstack
+	$(VENV)/bin/python -m pytest -m realstack -n 2 --dist loadfile
