@@ -14,7 +14,7 @@ from flask import jsonify
 
 from vigia.dashboard import runbooks
 from vigia.dashboard.cluster import Cluster
-from vigia.dashboard.clusters import pick, sync, with_choice
+from vigia.dashboard.clusters import misnamed, pick, sync, with_choice
 from vigia.dashboard.config import DashboardConfig
 from vigia.dashboard.data import Unreachable, scalar
 from vigia.dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
@@ -231,12 +231,22 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
         source = scoped(chosen)
         result = refresh(source, path, range_key, filtered, now, config.outage_target)
         options: tuple[Any, ...] = (no_update, no_update, no_update)
+        lines = banner(result.problems)
         if isinstance(result.cluster, Cluster):
             options = filter_options(result.cluster)
+            wrong = misnamed(source.target, result.cluster.name)
+            if wrong:
+                lines.append(
+                    html.Div(
+                        [html.B("Wrong exporter"), f" ({wrong})."],
+                        id="banner-cluster",
+                        className="banner-line",
+                    )
+                )
         stamp = datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC")
         status = f"{alert_badge(result.alerts)} · updated {stamp} in {result.seconds * 1000:.0f} ms"
         log.debug("refreshed %s of %s in %.0f ms", path, source.target.name, result.seconds * 1000)
-        return (result.children, banner(result.problems), *options, status)
+        return (result.children, lines, *options, status)
 
     def live_prefill(
         source: Any, topic: str | None, filters: Filters

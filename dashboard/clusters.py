@@ -89,3 +89,14 @@ def alerts_for(alerts: list[dict[str, Any]], target: ClusterTarget) -> list[dict
     return [
         a for a in alerts if (a.get("labels") or {}).get(CLUSTER_LABEL, target.name) == target.name
     ]
+
+
+def misnamed(target: ClusterTarget, reported: str | None) -> str | None:
+    """Why the exporter named for this cluster is not its own, when it says it watches another
+    (an exporter too old to say is taken at its word)."""
+    if not target.labelled or reported is None or reported == target.name:
+        return None
+    return (
+        f"the exporter at {target.exporter_url} watches cluster {reported!r}, not "
+        f"{target.name!r}: its --cluster or the Dash app's --cluster is wrong"
+    )

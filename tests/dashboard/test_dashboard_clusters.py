@@ -20,6 +20,7 @@ from vigia.dashboard.clusters import (
     ClustersError,
     ClusterTarget,
     alerts_for,
+    misnamed,
     parse_clusters,
     pick,
     requested,
@@ -211,3 +212,21 @@ def choose(app: Dash, search: str, chosen: str, changed: str) -> Any:
         return {}
     assert response.status_code == 200, response.data[:500]
     return json.loads(response.data)["response"]
+
+
+def test_an_exporter_that_watches_another_cluster_is_named_in_a_banner() -> None:
+    assert misnamed(PROD, "prod") is None and misnamed(PROD, None) is None
+    assert misnamed(ClusterTarget(DEFAULT_CLUSTER, "http://x", False), "dr") is None
+    assert "watches cluster 'dr', not 'prod'" in (misnamed(PROD, "dr") or "")
+
+    class Named(FakeSources):
+        def cluster(self) -> dict[str, Any]:
+            document = super().cluster()
+            document["cluster"] = {**document["cluster"], "name": "dr"}
+            return document
+
+    app = create_app(DashboardConfig(clusters=(PROD, DR)), Named())
+    wrong = json.dumps(call(app, MAIN, refresh_inputs("/", "prod"))["banner"])
+    assert "banner-cluster" in wrong and "watches cluster 'dr', not 'prod'" in wrong
+    right = json.dumps(call(app, MAIN, refresh_inputs("/", "dr"))["banner"])
+    assert "banner-cluster" not in right

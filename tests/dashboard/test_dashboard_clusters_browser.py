@@ -128,6 +128,7 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
                 "--collection-interval=2",
                 "--collection-timeout=3",
                 "--no-probe",
+                f"--cluster={name}",
             )
             exporters.enter_context(running(f"exporter-{name}", argv, work))
             urls[name] = f"http://127.0.0.1:{port}"
@@ -210,11 +211,14 @@ def test_each_cluster_shows_its_own_topics_series_and_alerts(
         _until(lambda s=scoped, e=expected: scalar(s.instant(query)) == e, f"{target.name} sum", 60)
     sources.close()
 
+    for name, url in clusters.exporters.items():  # each exporter says which cluster it watches
+        assert httpx.get(f"{url}/api/v1/cluster", timeout=5).json()["cluster"]["name"] == name
     for name, other in (("prod", "dr"), ("dr", "prod")):
         open_page(browser, stack, f"/topics?cluster={name}")
         wait_for(browser, lambda n=name: TOPICS[n][0] in _page_text(browser), f"{name}'s topic")
         assert TOPICS[other][0] not in _page_text(browser)
         assert f"?cluster={name}|" in _chosen(browser) and name in _chosen(browser)
+        assert not browser.find_elements("id", "banner-cluster")
         # The navigation keeps the choice: the Overview lists this cluster's alert only.
         browser.find_element("id", "nav-overview").click()
         alert = f"TestAlertOf{name.capitalize()}"
