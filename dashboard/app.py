@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from dash import MATCH, Dash, Input, Output, State, dcc, html, no_update
+from dash import MATCH, Dash, Input, Output, State, callback_context, dcc, html, no_update
 from flask import jsonify
 
 from vigia.dashboard import runbooks
 from vigia.dashboard.cluster import Cluster
+from vigia.dashboard.clusters import misnamed, pick, sync, with_choice
 from vigia.dashboard.config import DashboardConfig
 from vigia.dashboard.data import Unreachable, scalar
 from vigia.dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
@@ -77,6 +78,19 @@ def _brand(config: DashboardConfig) -> list[html.Span]:
     return brand
 
 
+def _cluster_selector(config: DashboardConfig) -> dcc.Dropdown:
+    """Which cluster every page shows; kept in the URL (`?cluster=NAME`) by `create_app`."""
+    names = [t.name for t in config.targets]
+    return dcc.Dropdown(
+        id="cluster",
+        options=names,
+        value=names[0],
+        clearable=False,
+        searchable=False,
+        className="range",
+    )
+
+
 def _shell(config: DashboardConfig) -> html.Div:
     nav = [
         dcc.Link(p.title, href=p.path, id=f"nav-{p.title.lower()}", className="nav-link")
@@ -84,7 +98,8 @@ def _shell(config: DashboardConfig) -> html.Div:
     ]
     return html.Div(
         [
-            dcc.Location(id="url"),
+            # callback-nav: choosing a cluster rewrites `?cluster=` without reloading the page
+            dcc.Location(id="url", refresh="callback-nav"),
             dcc.Store(id="filters", storage_type="session"),
             dcc.Interval(id="tick", interval=int(config.refresh_interval * 1000)),
             html.Header(
@@ -92,6 +107,7 @@ def _shell(config: DashboardConfig) -> html.Div:
                     html.Div([*_brand(config), *nav], className="nav"),
                     html.Div(
                         [
+                            _cluster_selector(config),
                             dcc.Dropdown(
                                 id="range",
                                 options=list(RANGES),
@@ -158,6 +174,30 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     )
 
     app.clientside_callback(
+        f"""function (search) {{
+            return {paths}.map(p => p + (search || ""));
+        }}""",
+        [Output(f"nav-{p.title.lower()}", "href") for p in PAGES],
+        Input("url", "search"),
+    )
+
+    @app.callback(
+        Output("url", "search"),
+        Output("cluster", "value"),
+        Input("url", "search"),
+        Input("cluster", "value"),
+    )
+    def _choose(search: str | None, chosen: str | None) -> tuple[Any, Any]:
+        """The selector and `?cluster=` show the same cluster, whichever of them changed."""
+        if callback_context.triggered_id == "cluster" and chosen:
+            return with_choice(search, chosen), no_update
+        target, corrected = sync(config.targets, search)
+        return (corrected or no_update), (target.name if target.name != chosen else no_update)
+
+    def scoped(chosen: str | None) -> Any:
+        return src.scoped(pick(config.targets, chosen))
+
+    app.clientside_callback(
         """function (text, options) {
             return Object.assign({}, options, {quickFilterText: text || ""});
         }""",
@@ -177,30 +217,48 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
         Input("tick", "n_intervals"),
         Input("range", "value"),
         Input("filters", "data"),
+        Input("cluster", "value"),
     )
     def _refresh(
-        path: str | None, _tick: int | None, range_key: str | None, filters: dict[str, Any] | None
+        path: str | None,
+        _tick: int | None,
+        range_key: str | None,
+        filters: dict[str, Any] | None,
+        chosen: str | None,
     ) -> tuple[Any, ...]:
         now = time.time()
         filtered = Filters.from_store(filters)
-        result = refresh(src, path, range_key, filtered, now, config.outage_target)
+        source = scoped(chosen)
+        result = refresh(source, path, range_key, filtered, now, config.outage_target)
         options: tuple[Any, ...] = (no_update, no_update, no_update)
+        lines = banner(result.problems)
         if isinstance(result.cluster, Cluster):
             options = filter_options(result.cluster)
+            wrong = misnamed(source.target, result.cluster.name)
+            if wrong:
+                lines.append(
+                    html.Div(
+                        [html.B("Wrong exporter"), f" ({wrong})."],
+                        id="banner-cluster",
+                        className="banner-line",
+                    )
+                )
         stamp = datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC")
         status = f"{alert_badge(result.alerts)} · updated {stamp} in {result.seconds * 1000:.0f} ms"
-        log.debug("refreshed %s in %.0f ms", path, result.seconds * 1000)
-        return (result.children, banner(result.problems), *options, status)
+        log.debug("refreshed %s of %s in %.0f ms", path, source.target.name, result.seconds * 1000)
+        return (result.children, lines, *options, status)
 
-    def live_prefill(topic: str | None, filters: Filters) -> tuple[list[str], capacity.Prefill]:
-        cluster = typed_cluster(src.cluster())
+    def live_prefill(
+        source: Any, topic: str | None, filters: Filters
+    ) -> tuple[list[str], capacity.Prefill]:
+        cluster = typed_cluster(source.cluster())
         live = cluster if isinstance(cluster, Cluster) else None
         if topic is None and live is not None:
             topic = capacity.default_topic(live, filters)
         values: dict[str, float | None] = {}
         if topic is not None:
             values = {
-                name: scalar(src.instant(query))
+                name: scalar(source.instant(query))
                 for name, query in capacity.live_queries(topic).items()
             }
         names = [t.name for t in live.topics] if live else []
@@ -209,12 +267,13 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     @app.callback(
         Output("page-extra", "children"),
         Input("url", "pathname"),
+        Input("cluster", "value"),
         State("filters", "data"),
     )
-    def _extra(path: str | None, filters: dict[str, Any] | None) -> Any:
+    def _extra(path: str | None, chosen: str | None, filters: dict[str, Any] | None) -> Any:
         if path != "/capacity":
             return []
-        names, pre = live_prefill(None, Filters.from_store(filters))
+        names, pre = live_prefill(scoped(chosen), None, Filters.from_store(filters))
         return capacity.calculator(names, pre)
 
     fields = [f"sizing-{f}" for f, *_ in capacity.CALCULATOR_FIELDS]
@@ -222,10 +281,11 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     @app.callback(
         [Output(i, "value") for i in fields],
         Input("sizing-topic", "value"),
+        State("cluster", "value"),
         prevent_initial_call=True,
     )
-    def _prefill(topic: str | None) -> list[float]:
-        return capacity.form_values(live_prefill(topic, Filters())[1].inputs)
+    def _prefill(topic: str | None, chosen: str | None) -> list[float]:
+        return capacity.form_values(live_prefill(scoped(chosen), topic, Filters())[1].inputs)
 
     @app.callback(Output("sizing-result", "children"), [Input(i, "value") for i in fields])
     def _size(*values: float | None) -> Any:

@@ -196,6 +196,7 @@ class Cluster:
     groups: tuple[Group, ...]
     # Optional APIs the exporter found the cluster answers (True) or lacks (False); absent: unknown.
     capabilities: Mapping[str, bool] = field(default_factory=dict)
+    name: str | None = None  # the exporter's --cluster, when it reports one
 
     def lacks(self, capability: str) -> bool:
         """True when the cluster said it does not support this API (docs/metrics.md)."""
@@ -364,6 +365,7 @@ def parse_cluster(raw: Mapping[str, Any]) -> Cluster:
         ),
         groups=tuple(_group(g) for g in raw.get("groups") or ()),
         capabilities={str(k): bool(v) for k, v in (raw.get("capabilities") or {}).items()},
+        name=info.get("name"),
     )
 
 

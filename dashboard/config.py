@@ -15,6 +15,7 @@ import yaml
 from vigia.common.secret_file import SecretFileError, read_secret
 from vigia.common.slo.cli import SPEC
 from vigia.common.slo.spec import parse as parse_slos
+from vigia.dashboard.clusters import DEFAULT_CLUSTER, ClustersError, ClusterTarget, parse_clusters
 from vigia.dashboard.leg_budget import DEFAULT_TARGET_SECONDS
 
 _SLO_TARGETS = {
@@ -51,6 +52,13 @@ class DashboardConfig:
     # their own SLO file sets these to match).
     freshness_objective: float = _SLO_TARGETS["ingest-freshness"]
     deadline_objective: float = _SLO_TARGETS["ingest-completeness"]
+    # Named clusters, each with its exporter (--cluster); empty: the one cluster of exporter_url.
+    clusters: tuple[ClusterTarget, ...] = ()
+
+    @property
+    def targets(self) -> tuple[ClusterTarget, ...]:
+        """The clusters the app shows, in the selector's order."""
+        return self.clusters or (ClusterTarget(DEFAULT_CLUSTER, self.exporter_url, False),)
 
 
 # flag -> (environment variable, help). Defaults come from DashboardConfig.
@@ -116,6 +124,7 @@ _OPTIONS: dict[str, tuple[str, str]] = {
 }
 # The Prometheus ecosystem's spelling of the flag, beside --web-config-file.
 _ALIASES: dict[str, tuple[str, ...]] = {"web_config_file": ("--web.config.file",)}
+CLUSTERS_ENV = "VIGIA_DASHBOARD_CLUSTERS"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -143,6 +152,17 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help=f"{help_text} (env {env}, default {getattr(defaults, field, '')})",
         )
+    parser.add_argument(
+        "--cluster",
+        dest="clusters",
+        action="append",
+        metavar="NAME=URL",
+        help="a Kafka cluster to show and its vigia-exporter's base URL, repeatable; NAME is the "
+        "`cluster` label Prometheus gives its series and alerts, and the app's queries keep to "
+        "it (docs/multi-cluster.md). Replaces --exporter-url, whose one cluster is named "
+        f"{DEFAULT_CLUSTER} and whose queries are not filtered (env {CLUSTERS_ENV}: "
+        "NAME=URL,NAME=URL; default none)",
+    )
     return parser
 
 
@@ -214,6 +234,9 @@ def load_config(
             password = read_secret(raw["exporter_password_file"])
         except SecretFileError as exc:
             raise ConfigError(f"--exporter-password-file: {exc}") from None
+    clusters = _clusters(args["clusters"], env.get(CLUSTERS_ENV, ""))
+    if clusters and "exporter_url" in raw:
+        raise ConfigError("--cluster and --exporter-url go one or the other")
     objectives = {
         name: _objective(raw[name], name) if name in raw else getattr(defaults, name)
         for name in ("freshness_objective", "deadline_objective")
@@ -240,8 +263,16 @@ def load_config(
         exporter_user=user,
         exporter_password=password,
         outage_target=target,
+        clusters=clusters,
         **objectives,
     )
+
+
+def _clusters(flags: list[str] | None, env_value: str) -> tuple[ClusterTarget, ...]:
+    try:
+        return parse_clusters(flags if flags else [env_value])
+    except ClustersError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _objective(text: str, name: str) -> float:

@@ -93,7 +93,8 @@ def typed_cluster(raw: dict[str, Any] | Unreachable | None) -> Cluster | Unreach
         return raw
     if raw is None:
         return Unreachable("exporter", "not requested")
-    key = (raw.get("collected_at"), (raw.get("cluster") or {}).get("cluster_id"))
+    info = raw.get("cluster") or {}
+    key = (raw.get("collected_at"), info.get("cluster_id"), info.get("name"))
     if _last_parsed is not None and _last_parsed[0] == key and key[0] is not None:
         return _last_parsed[1]
     try:

@@ -8,6 +8,7 @@ a refresh costs the slowest request, not the sum.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import ssl
 from collections.abc import Callable, Mapping
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from vigia.dashboard.clusters import ClusterTarget, alerts_for
 from vigia.dashboard.config import DashboardConfig
 from vigia.dashboard.data import (
     ALERTMANAGER,
@@ -31,6 +33,7 @@ from vigia.dashboard.data import (
     parse_matrix,
     parse_vector,
 )
+from vigia.dashboard.promql_scope import with_cluster
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +75,19 @@ def _verify(config: DashboardConfig) -> ssl.SSLContext | bool:
 
 
 class Sources:
-    """HTTP access to the three backends; thread-safe (one pooled httpx.Client)."""
+    """HTTP access to the three backends for one cluster; thread-safe (one pooled httpx.Client).
 
-    def __init__(self, config: DashboardConfig, client: httpx.Client | None = None) -> None:
+    Its PromQL keeps to the cluster's series, its alerts to the cluster's; `scoped` gives the same
+    access for another cluster, sharing the connections."""
+
+    def __init__(
+        self,
+        config: DashboardConfig,
+        client: httpx.Client | None = None,
+        target: ClusterTarget | None = None,
+    ) -> None:
         self._config = config
+        self.target = target or config.targets[0]
         self._client = client or httpx.Client(
             timeout=config.backend_timeout,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
@@ -85,6 +97,14 @@ class Sources:
             (config.exporter_user, config.exporter_password) if config.exporter_user else None
         )
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vigia-fetch")
+
+    def scoped(self, target: ClusterTarget) -> Sources:
+        other = copy.copy(self)
+        other.target = target
+        return other
+
+    def _promql(self, promql: str) -> str:
+        return with_cluster(promql, self.target.name) if self.target.labelled else promql
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -114,7 +134,7 @@ class Sources:
             return Unreachable(backend, reason)
 
     def instant(self, promql: str, at: float | None = None) -> Vector | Unreachable:
-        params: dict[str, str | float] = {"query": promql}
+        params: dict[str, str | float] = {"query": self._promql(promql)}
         if at is not None:
             params["time"] = at
         return self._get(
@@ -123,7 +143,7 @@ class Sources:
 
     def range(self, promql: str, window: Window) -> Matrix | Unreachable:
         params: dict[str, str | float] = {
-            "query": promql,
+            "query": self._promql(promql),
             "start": window.start,
             "end": window.end,
             "step": window.step,
@@ -138,13 +158,13 @@ class Sources:
                 raise ValueError("response is not the cluster JSON of docs/api.md")
             return body
 
-        return self._get(EXPORTER, f"{self._config.exporter_url}/api/v1/cluster", None, parse)
+        return self._get(EXPORTER, f"{self.target.exporter_url}/api/v1/cluster", None, parse)
 
     def alerts(self) -> list[dict[str, Any]] | Unreachable:
         def parse(body: Any) -> list[dict[str, Any]]:
             if not isinstance(body, list):
                 raise ValueError("response is not a list of alerts")
-            return body
+            return alerts_for(body, self.target)
 
         return self._get(
             ALERTMANAGER, f"{self._config.alertmanager_url}/api/v2/alerts", ALERT_QUERY, parse

@@ -94,16 +94,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         for t in config.connect_urls
     ]
     source = _source_watcher(config)
-    app = create_app(service, connect=connect, source=source, granularity=config.granularity)
+    app = create_app(
+        service,
+        connect=connect,
+        source=source,
+        granularity=config.granularity,
+        cluster_name=config.cluster_name,
+    )
     server = QuietServer(_server_config(AsgiGuard(app, config.web), config))
     log.info(
-        "serving %s://%s:%d/metrics%s; collecting from %s every %g s (timeout %g s, lag status "
-        "over %d collections)",
+        "serving %s://%s:%d/metrics%s; collecting from %s (cluster %s) every %g s (timeout %g s, "
+        "lag status over %d collections)",
         "https" if config.web.tls else "http",
         config.listen_address,
         config.port,
         f" ({len(config.web.users)} basic-auth users)" if config.web.users else "",
         config.bootstrap_servers,
+        config.cluster_name,
         config.collection_interval,
         config.collection_timeout,
         config.lag_status_window,

@@ -33,6 +33,8 @@ PROBE_ENABLED_ENV = "VIGIA_PROBE_ENABLED"
 WEB_CONFIG_ENV = "VIGIA_EXPORTER_WEB_CONFIG_FILE"
 CONNECT_URLS_ENV = "VIGIA_CONNECT_URLS"
 DEFAULT_CONNECT_NAME = "connect"
+# The name Vigía's shipped Prometheus configuration gives the one cluster it watches.
+DEFAULT_CLUSTER_NAME = "smartmeter"
 # offset.storage.topic of docker/connect/worker-distributed.properties.
 DEFAULT_OFFSETS_TOPIC = "cdc-connect-offsets"
 _CONNECT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -87,6 +89,7 @@ class ExporterConfig:
     slow_phase_interval: float = DEFAULT_SLOW_PHASE_INTERVAL
     # --web.config.file: TLS and basic auth of the HTTP endpoints (vigia.common.web_config).
     web: WebConfig = field(default_factory=WebConfig)
+    cluster_name: str = DEFAULT_CLUSTER_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,12 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         "Kafka bootstrap servers, host:port[,host:port...]",
     ),
     "--listen-address": ("VIGIA_EXPORTER_LISTEN_ADDRESS", "127.0.0.1", "HTTP listen address"),
+    "--cluster": (
+        "VIGIA_CLUSTER",
+        DEFAULT_CLUSTER_NAME,
+        "the name of the Kafka cluster watched, the `cluster` label Prometheus gives its series; "
+        "/api/v1/cluster reports it and the Dash app checks it (docs/multi-cluster.md)",
+    ),
     "--port": ("VIGIA_EXPORTER_PORT", str(DEFAULT_PORT), "HTTP port"),
     "--collection-interval": (
         "VIGIA_EXPORTER_COLLECTION_INTERVAL",
@@ -413,7 +422,15 @@ def parse_config(
         granularity=granularity,
         slow_phase_interval=_non_negative(args.slow_phase_interval, "--slow-phase-interval"),
         web=web,
+        cluster_name=_cluster_name(args.cluster),
     )
+
+
+def _cluster_name(value: str) -> str:
+    name = value.strip()
+    if not _CONNECT_NAME.fullmatch(name):
+        raise ConfigError(f"--cluster: {value!r} is not a name (A-Z a-z 0-9 _ . -)")
+    return name
 
 
 def _split(raw: str) -> list[str]:

@@ -180,8 +180,10 @@ def probe_json(probe: ProbeRunner | None) -> dict[str, Any]:
     }
 
 
-def state_json(state: ExporterState) -> dict[str, Any]:
+def state_json(state: ExporterState, cluster_name: str | None = None) -> dict[str, Any]:
+    """`cluster_name`: the --cluster the exporter was given (omitted when None)."""
     snap = state.snapshot
+    named = {} if cluster_name is None else {"name": cluster_name}
     return {
         "collected_at": snap.collected_at,
         "collection_duration_seconds": snap.durations.get("total"),
@@ -192,6 +194,7 @@ def state_json(state: ExporterState) -> dict[str, Any]:
         ],
         "capabilities": dict(sorted(snap.capabilities.items())),
         "cluster": {
+            **named,
             "cluster_id": snap.cluster_id,
             "controller_id": snap.controller_id,
             "controller_source": snap.controller_source,

@@ -84,10 +84,12 @@ def create_app(
     connect: Sequence[ConnectWatcher] = (),
     source: SourceWatcher | None = None,
     granularity: Granularity = DEFAULT,
+    cluster_name: str | None = None,
 ) -> FastAPI:
     """The exporter's FastAPI app; with manage_service it starts and stops the collection loop,
     the Connect watchers (each polls its Connect cluster on its own thread) and the source watch.
-    /metrics serves the families at `granularity`; /api/v1/cluster always has full detail."""
+    /metrics serves the families at `granularity`; /api/v1/cluster always has full detail and
+    names the cluster (`cluster.name`) when given its name."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -110,7 +112,9 @@ def create_app(
     app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
     exposition = _PerState(lambda s: render_bytes(s, granularity))
     # The document without its closing brace, so that the probe section can follow.
-    cluster = _PerState(lambda s: None if s is None else _json_bytes(api.state_json(s))[:-1])
+    cluster = _PerState(
+        lambda s: None if s is None else _json_bytes(api.state_json(s, cluster_name))[:-1]
+    )
 
     connect_exposition = CachedExposition()
 

@@ -10,6 +10,7 @@ from dash import Dash
 from tests.conftest import free_port
 from tests.dashboard.recorded import cluster_json
 from vigia.dashboard.app import create_app
+from vigia.dashboard.clusters import ClusterTarget
 from vigia.dashboard.config import DashboardConfig
 from vigia.dashboard.data import Fetched, Plan, Unreachable, Window
 from vigia.dashboard.views.capacity import CALCULATOR_FIELDS
@@ -42,6 +43,10 @@ class FakeSources:
     def instant(self, promql: str) -> list[Any]:
         return []
 
+    def scoped(self, target: ClusterTarget) -> FakeSources:
+        self.target = target
+        return self
+
 
 def call(
     app: Dash, output: str, inputs: list[dict[str, Any]], state: list[Any] | None = None
@@ -63,12 +68,13 @@ def call(
     return json.loads(response.data)["response"]
 
 
-def refresh_inputs(path: str) -> list[dict[str, Any]]:
+def refresh_inputs(path: str, cluster: str | None = None) -> list[dict[str, Any]]:
     return [
         {"id": "url", "property": "pathname", "value": path},
         {"id": "tick", "property": "n_intervals", "value": 3},
         {"id": "range", "property": "value", "value": "1h"},
         {"id": "filters", "property": "data", "value": {"brokers": [], "topics": [], "groups": []}},
+        {"id": "cluster", "property": "value", "value": cluster},
     ]
 
 
@@ -129,7 +135,10 @@ def test_capacity_calculator_round_trip() -> None:
     extra = call(
         app,
         "page-extra.children",
-        [{"id": "url", "property": "pathname", "value": "/capacity"}],
+        [
+            {"id": "url", "property": "pathname", "value": "/capacity"},
+            {"id": "cluster", "property": "value", "value": None},
+        ],
         [{"id": "filters", "property": "data", "value": None}],
     )
     form = json.dumps(extra)
@@ -138,6 +147,7 @@ def test_capacity_calculator_round_trip() -> None:
         app,
         "..sizing-" + "...sizing-".join(f"{f}.value" for f, *_ in CALCULATOR_FIELDS) + "..",
         [{"id": "sizing-topic", "property": "value", "value": "measure"}],
+        [{"id": "cluster", "property": "value", "value": None}],
     )
     values = [prefill[f"sizing-{f}"]["value"] for f, *_ in CALCULATOR_FIELDS]
     assert values[4] == 3  # replication factor of measure

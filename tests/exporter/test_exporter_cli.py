@@ -244,3 +244,11 @@ def test_ctrl_c_stops_the_exporter_with_status_0_and_no_traceback() -> None:
     output, _ = exporter.communicate(timeout=60)
     assert exporter.returncode == 0, output
     assert "Traceback" not in output, output
+
+
+def test_the_cluster_name_from_environment_and_flags() -> None:
+    assert parse_config([], {}).cluster_name == "smartmeter"
+    assert parse_config([], {"VIGIA_CLUSTER": "dr"}).cluster_name == "dr"
+    assert parse_config(["--cluster", "prod"], {"VIGIA_CLUSTER": "dr"}).cluster_name == "prod"
+    with pytest.raises(ConfigError, match="--cluster: 'a b' is not a name"):
+        parse_config(["--cluster", "a b"], {})

@@ -230,3 +230,8 @@ def test_cluster_json_broker_down() -> None:
     measure = next(t for t in doc["topics"] if t["name"] == "measure")
     assert all(p["offline_replicas"] == [1] for p in measure["partitions"])
     assert all(set(p["replica_size_bytes"]) == {"2", "3"} for p in measure["partitions"])
+
+
+def test_cluster_json_names_the_cluster_when_given_its_name() -> None:
+    assert api.state_json(state("healthy-later"), "prod")["cluster"]["name"] == "prod"
+    assert "name" not in api.state_json(state("healthy-later"))["cluster"]

@@ -1,7 +1,8 @@
-"""A 3-node KRaft cluster of combined broker+controller nodes from an Apache Kafka distribution,
-on free loopback ports: a PLAINTEXT listener (also inter-broker), a SASL_SSL listener with
-SCRAM-SHA-512 and the run's own CA, the StandardAuthorizer (ANONYMOUS, i.e. PLAINTEXT, and
-`admin` are super users), the Prometheus JMX agent on each node where its jar is found.
+"""A 3-node KRaft cluster (or, for tests that want several clusters, a 1-node one) of combined
+broker+controller nodes from an Apache Kafka distribution, on free loopback ports: a PLAINTEXT
+listener (also inter-broker), a SASL_SSL listener with SCRAM-SHA-512 and the run's own CA, the
+StandardAuthorizer (ANONYMOUS, i.e. PLAINTEXT, and `admin` are super users), the Prometheus JMX
+agent on each node where its jar is found.
 
 Settings as ../shared/kafka/README.md found production-like; one departure, said here once:
 `log.retention.check.interval.ms` is 5 s (300 s by default) so that retention tests see deletions
@@ -56,11 +57,12 @@ def find_jmx_agent(kafka_home: Path) -> Path | None:
 
 
 class KafkaCluster:
-    def __init__(self, kafka_home: Path, workdir: Path) -> None:
+    def __init__(self, kafka_home: Path, workdir: Path, node_ids: tuple[int, ...] = NODES) -> None:
         self.home = kafka_home
         self.workdir = workdir
+        self.node_ids = node_ids
         self.ports = {
-            n: NodePorts(free_port(), free_port(), free_port(), free_port()) for n in NODES
+            n: NodePorts(free_port(), free_port(), free_port(), free_port()) for n in node_ids
         }
         self.passwords = {ADMIN_USER: secrets.token_hex(8), SECURED_USER: secrets.token_hex(8)}
         self.jmx_agent = find_jmx_agent(kafka_home)
@@ -71,11 +73,11 @@ class KafkaCluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{self.ports[n].plaintext}" for n in NODES)
+        return ",".join(f"127.0.0.1:{self.ports[n].plaintext}" for n in self.node_ids)
 
     @property
     def secured_bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{self.ports[n].secured}" for n in NODES)
+        return ",".join(f"127.0.0.1:{self.ports[n].secured}" for n in self.node_ids)
 
     def secured_options(self, user: str = ADMIN_USER) -> dict[str, str]:
         assert self.tls is not None
@@ -90,22 +92,22 @@ class KafkaCluster:
     def jmx_urls(self) -> dict[int, str]:
         if self.jmx_agent is None:
             return {}
-        return {n: f"http://127.0.0.1:{self.ports[n].jmx}/metrics" for n in NODES}
+        return {n: f"http://127.0.0.1:{self.ports[n].jmx}/metrics" for n in self.node_ids}
 
     # -- life cycle -----------------------------------------------------------------------------
 
     def start_all(self, timeout: float = 120.0) -> None:
         self.tls = make_broker_tls(self.workdir / "tls", secrets.token_hex(8))
         cluster_id = _cluster_id()
-        for n in NODES:
+        for n in self.node_ids:
             self._write_properties(n)
         self._format(cluster_id, timeout)
-        for n in NODES:
+        for n in self.node_ids:
             self.nodes[n] = self._node_process(n)
             self.nodes[n].launch()
-        for n in NODES:
+        for n in self.node_ids:
             self.nodes[n].wait_for_line(STARTED, timeout)
-        self.wait_for_brokers(set(NODES), timeout)
+        self.wait_for_brokers(set(self.node_ids), timeout)
 
     def stop(self, node: int, timeout: float = 90.0) -> None:
         """A clean stop (controlled shutdown); returns once the process has exited."""
@@ -173,7 +175,9 @@ class KafkaCluster:
     def _write_properties(self, node: int) -> None:
         assert self.tls is not None
         p = self.ports[node]
-        voters = ",".join(f"{n}@127.0.0.1:{self.ports[n].controller}" for n in NODES)
+        replicas = min(3, len(self.node_ids))
+        min_isr = min(2, replicas)
+        voters = ",".join(f"{n}@127.0.0.1:{self.ports[n].controller}" for n in self.node_ids)
         settings = {
             "process.roles": "broker,controller",
             "node.id": node,
@@ -200,11 +204,11 @@ class KafkaCluster:
             "listener.name.secured.ssl.keystore.type": "PKCS12",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": f"User:ANONYMOUS;User:{ADMIN_USER}",
-            "default.replication.factor": 3,
-            "min.insync.replicas": 2,
-            "offsets.topic.replication.factor": 3,
-            "transaction.state.log.replication.factor": 3,
-            "transaction.state.log.min.isr": 2,
+            "default.replication.factor": replicas,
+            "min.insync.replicas": min_isr,
+            "offsets.topic.replication.factor": replicas,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": min_isr,
             "group.initial.rebalance.delay.ms": 0,
             "num.partitions": 3,
             "auto.create.topics.enable": "false",  # as compose: a typo creates no topic
@@ -232,7 +236,7 @@ class KafkaCluster:
                 stderr=subprocess.STDOUT,
                 env=self._env(n),
             )
-            for n in NODES
+            for n in self.node_ids
         }
         for n, process in formats.items():
             out, _ = process.communicate(timeout=timeout)
