@@ -12,6 +12,8 @@ from typing import Any
 from dash import MATCH, Dash, Input, Output, State, callback_context, dcc, html, no_update
 from flask import jsonify
 
+from vigia.common.slo.cli import SPEC as SLO_SPEC
+from vigia.common.slo.cli import load as load_slos
 from vigia.dashboard import runbooks
 from vigia.dashboard.cluster import Cluster
 from vigia.dashboard.clusters import misnamed, pick, sync, with_choice
@@ -140,7 +142,13 @@ def _shell(config: DashboardConfig) -> html.Div:
 def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     """The Dash app; `sources` is anything with Sources' methods (tests pass fakes)."""
     src = sources if sources is not None else Sources(config)
-    promises.use_objectives(config.freshness_objective, config.deadline_objective)
+    promises.use_slos(
+        load_slos(SLO_SPEC),
+        {
+            "ingest-freshness": config.freshness_objective,
+            "ingest-completeness": config.deadline_objective,
+        },
+    )
     app = Dash(
         __name__,
         title=f"Vigía · {config.marker}" if config.marker else "Vigía",

@@ -10,18 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import yaml
-
 from vigia.common.secret_file import SecretFileError, read_secret
-from vigia.common.slo.cli import SPEC
-from vigia.common.slo.spec import parse as parse_slos
+from vigia.common.slo.cli import SPEC, load
 from vigia.dashboard.clusters import DEFAULT_CLUSTER, ClustersError, ClusterTarget, parse_clusters
 from vigia.dashboard.leg_budget import DEFAULT_TARGET_SECONDS
 
-_SLO_TARGETS = {
-    slo.name: float(slo.target)
-    for slo in parse_slos(yaml.safe_load_all(SPEC.read_text(encoding="utf-8")))
-}
+_SLO_TARGETS = {slo.name: float(slo.target) for slo in load(SPEC)}
 
 
 class ConfigError(ValueError):

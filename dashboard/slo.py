@@ -1,11 +1,9 @@
 """The pipeline's promises (SLOs) as the dashboard reads them: PromQL over the raw SLI series, and
 the arithmetic of error budgets. Pure.
 
-Two SLOs over `SLO_WINDOW` (28 days), objectives from the dashboard's settings:
-- freshness: live measures stored within `FRESHNESS_THRESHOLD` s of their HES timestamp
-  (vigia_ingest_measure_freshness_seconds, cohort="live", the ``le`` bucket of the threshold);
-- completeness by deadline: measures of each day stored by its deadline
-  (vigia_ingest_deadline_measures_{stored,expected}_total).
+The SLOs are those of the SLO file (prometheus/slo/slos.yml, read by `vigia.common.slo`): their
+names, good and total counters and objectives (a dashboard setting may override an objective).
+Each is judged over `SLO_WINDOW` (28 days).
 
 An error ratio is ``1 − good ÷ all`` over a window; a burn rate is that ratio ÷ the budget
 (1 − objective): 1 spends the budget exactly over the SLO window. A window with no event has no
@@ -14,21 +12,20 @@ ratio (0 ÷ 0 is NaN in PromQL): it reads "no data", never a perfect score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
+
+from vigia.common.slo import spec
 
 SLO_WINDOW: Final = "28d"
 SLO_WINDOW_SECONDS: Final = 28 * 86400
 BURN_WINDOWS: Final = ("5m", "1h", "6h", "1d", "3d")
-FRESHNESS_THRESHOLD: Final = 1800
-_FRESH: Final = "vigia_ingest_measure_freshness_seconds"
-_DEADLINE: Final = "vigia_ingest_deadline_measures"
 
 
 @dataclass(frozen=True)
 class Slo:
-    key: str
+    key: str  # the SLO file's name, in the page's element ids
     title: str
     promise: str
     objective: float
@@ -48,25 +45,21 @@ class Slo:
         return f"({self.error_ratio(window)}) / {self.budget:.6g}"
 
 
-def slos(freshness_objective: float = 0.99, deadline_objective: float = 0.999) -> tuple[Slo, ...]:
-    return (
+def slos(
+    specs: Sequence[spec.Slo], objectives: Mapping[str, float] | None = None
+) -> tuple[Slo, ...]:
+    """The SLO file's SLOs, in its order; ``objectives`` (by SLO name) override its targets."""
+    chosen = objectives or {}
+    return tuple(
         Slo(
-            "freshness",
-            "Freshness",
-            f"live measures stored within {FRESHNESS_THRESHOLD // 60} minutes of their HES "
-            "timestamp",
-            freshness_objective,
-            f'{_FRESH}_bucket{{cohort="live",le="{FRESHNESS_THRESHOLD}"}}',
-            f'{_FRESH}_count{{cohort="live"}}',
-        ),
-        Slo(
-            "deadline",
-            "Completeness by deadline",
-            "each day's measures stored by the next morning's deadline",
-            deadline_objective,
-            f"{_DEADLINE}_stored_total",
-            f"{_DEADLINE}_expected_total",
-        ),
+            s.name,
+            s.display_name,
+            s.description,
+            chosen.get(s.name, float(s.target)),
+            s.good,
+            s.total,
+        )
+        for s in specs
     )
 
 

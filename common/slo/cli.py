@@ -13,7 +13,7 @@ import yaml
 from vigia.common.logs import setup_logging
 from vigia.common.slo.render import render
 from vigia.common.slo.rules import rule_groups
-from vigia.common.slo.spec import SpecError, parse
+from vigia.common.slo.spec import Slo, SpecError, parse
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "prometheus"
 SPEC = PROMETHEUS_DIR / "slo" / "slos.yml"
@@ -21,9 +21,14 @@ RULES = PROMETHEUS_DIR / "rules" / "slo.yml"
 log = logging.getLogger("vigia.slo")
 
 
+def load(spec: Path) -> list[Slo]:
+    """The SLOs of the SLO file at `spec`; OSError, yaml.YAMLError or SpecError if it is not one."""
+    return parse(yaml.safe_load_all(spec.read_text(encoding="utf-8")))
+
+
 def generate(spec: Path) -> str:
     """The rule file's text for the SLO file at `spec`."""
-    return render(rule_groups(parse(yaml.safe_load_all(spec.read_text(encoding="utf-8")))))
+    return render(rule_groups(load(spec)))
 
 
 def build_parser() -> argparse.ArgumentParser:

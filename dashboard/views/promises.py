@@ -4,10 +4,13 @@ spent the budget (see dashboard/slo.py for the arithmetic)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dash import html
 
+from vigia.common.slo import spec
+from vigia.common.slo.cli import SPEC, load
 from vigia.dashboard.data import Plan, Unreachable, scalar
 from vigia.dashboard.slo import (
     BURN_WINDOWS,
@@ -28,13 +31,14 @@ from vigia.dashboard.views.common import (
     simple_table,
 )
 
-_SLOS: list[tuple[Slo, ...]] = [slos()]
+_SLOS: list[tuple[Slo, ...]] = [slos(load(SPEC))]
 MIN_RATE_WINDOW = 300.0  # increases over less than a few scrapes are mostly noise
 
 
-def use_objectives(freshness: float, deadline: float) -> None:
-    """The objectives of the dashboard's settings (called once, when the app is built)."""
-    _SLOS[0] = slos(freshness, deadline)
+def use_slos(specs: Sequence[spec.Slo], objectives: Mapping[str, float]) -> None:
+    """The SLO file's SLOs, with the objectives of the dashboard's settings by SLO name (called
+    once, when the app is built)."""
+    _SLOS[0] = slos(specs, objectives)
 
 
 def current() -> tuple[Slo, ...]:

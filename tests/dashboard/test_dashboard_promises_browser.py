@@ -113,16 +113,16 @@ def test_promises_page_shows_compliance_burn_and_incidents_and_no_data_as_such(
 ) -> None:
     open_page(browser, stack, "/promises")  # type: ignore[arg-type]
     # 7,200 late of 960,000 live measures: 99.250 % met, a quarter of the budget left.
-    got = wait_for(browser, lambda: headline(browser, "slo-freshness-headline"), "headline")  # type: ignore[arg-type]
+    got = wait_for(browser, lambda: headline(browser, "slo-ingest-freshness-headline"), "headline")  # type: ignore[arg-type]
     assert "99.250 % over 28d" in got and "budget left 25.0 %" in got, got
-    burn = dict(tuple(row) for row in table(browser, "slo-freshness-burn"))  # type: ignore[arg-type]
+    burn = dict(tuple(row) for row in table(browser, "slo-ingest-freshness-burn"))  # type: ignore[arg-type]
     assert burn["5m"] == "0.00×" and burn["1h"].startswith("3.0"), burn  # half the hour late
-    incidents = table(browser, "slo-freshness-incidents")  # type: ignore[arg-type]
+    incidents = table(browser, "slo-ingest-freshness-incidents")  # type: ignore[arg-type]
     assert len(incidents) == 1 and incidents[0][2] == "6.00×", incidents
-    nodata = headline(browser, "slo-deadline-nodata")
+    nodata = headline(browser, "slo-ingest-completeness-nodata")
     assert "No data" in nodata and "not a perfect score" in nodata, nodata
-    assert headline(browser, "slo-deadline-headline") == ""
-    drawn = wait_for(browser, lambda: plot(browser, "fig-slo-freshness-burn"), "burn chart")  # type: ignore[arg-type]
+    assert headline(browser, "slo-ingest-completeness-headline") == ""
+    drawn = wait_for(browser, lambda: plot(browser, "fig-slo-ingest-freshness-burn"), "burn chart")  # type: ignore[arg-type]
     assert max(v for v in drawn["burn rate"] if v is not None) == pytest.approx(6.0)
     screenshot(browser, "promises")  # type: ignore[arg-type]
     assert_no_console_errors(browser)  # type: ignore[arg-type]
@@ -132,6 +132,6 @@ def test_capacity_page_has_the_promises_month_at_a_glance(browser: object, stack
     open_page(browser, stack, "/capacity")  # type: ignore[arg-type]
     rows = wait_for(browser, lambda: table(browser, "capacity-slo-glance"), "glance")  # type: ignore[arg-type]
     assert rows == [
-        ["Freshness", "99.0 %", "99.250 %", "25.0 %"],
-        ["Completeness by deadline", "99.9 %", "no data", "no data"],
+        ["Measures stored within 30 minutes", "99.0 %", "99.250 %", "25.0 %"],
+        ["Each day complete by its deadline", "99.9 %", "no data", "no data"],
     ]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from vigia.common.slo.cli import SPEC, load
 from vigia.dashboard.config import ConfigError, load_config
 from vigia.dashboard.data import Fetched, Window
 from vigia.dashboard.slo import SLO_WINDOW_SECONDS, Incident, budget_left, incidents, slos
@@ -12,10 +15,10 @@ from vigia.dashboard.views.common import PageContext
 
 
 def test_queries_read_the_raw_slis_of_the_live_cohort() -> None:
-    freshness, deadline = slos(0.99, 0.999)
+    freshness, deadline = slos(load(SPEC))
     assert freshness.error_ratio("1h") == (
-        '1 - sum(increase(vigia_ingest_measure_freshness_seconds_bucket{cohort="live",'
-        'le="1800"}[1h])) / sum(increase('
+        '1 - sum(increase(vigia_ingest_measure_freshness_seconds_bucket{cohort="live", '
+        r'le=~"1800(\\.0)?"}[1h])) / sum(increase('
         'vigia_ingest_measure_freshness_seconds_count{cohort="live"}[1h]))'
     )
     assert "vigia_ingest_deadline_measures_stored_total[3d]" in deadline.error_ratio("3d")
@@ -42,7 +45,7 @@ def test_no_data_is_said_as_such() -> None:
     fetched = Fetched(instant={}, ranged={})
     ctx = PageContext(fetched=fetched, window=Window(0, 3600, 15), now=3600)
     text = str(promises.build(ctx))
-    assert "not a perfect score" in text and "slo-freshness-nodata" in text
+    assert "not a perfect score" in text and "slo-ingest-freshness-nodata" in text
 
 
 def test_objectives_are_settings_with_defaults() -> None:
@@ -52,3 +55,34 @@ def test_objectives_are_settings_with_defaults() -> None:
     assert load_config([], env).freshness_objective == 0.995
     with pytest.raises(ConfigError):
         load_config(["--deadline-objective", "99.9"], {})
+
+
+def test_the_page_takes_its_slis_from_the_slo_file(tmp_path: Path) -> None:
+    """Another SLO file: its names, queries and objectives reach the page, no code edited."""
+    text = SPEC.read_text(encoding="utf-8")
+    other = tmp_path / "slos.yml"
+    other.write_text(
+        text.replace("name: ingest-completeness", "name: hes-coverage")
+        .replace("Each day complete by its deadline", "Every meter read")
+        .replace("vigia_ingest_deadline_measures_stored_total", "hes_meters_read_total")
+        .replace("target: 0.999", "target: 0.95"),
+        encoding="utf-8",
+    )
+    try:
+        promises.use_slos(load(other), {"ingest-freshness": 0.995})
+        fresh, coverage = promises.current()
+        assert (fresh.key, fresh.objective) == ("ingest-freshness", 0.995)
+        assert (coverage.key, coverage.title, coverage.objective) == (
+            "hes-coverage",
+            "Every meter read",
+            0.95,
+        )
+        plan = promises.plan(60.0)
+        assert "hes_meters_read_total[28d]" in plan.instant["hes-coverage:28d"]
+        assert plan.ranged["hes-coverage:burn"].endswith(" / 0.05")
+        fetched = Fetched(instant={}, ranged={})
+        page = str(promises.build(PageContext(fetched, Window(0, 3600, 15), 3600)))
+        assert "Every meter read" in page and "slo-hes-coverage-nodata" in page
+        assert "Each day complete by its deadline" not in page
+    finally:
+        promises.use_slos(load(SPEC), {})
