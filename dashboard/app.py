@@ -14,7 +14,7 @@ from flask import jsonify
 
 from vigia.dashboard import runbooks
 from vigia.dashboard.cluster import Cluster
-from vigia.dashboard.config import DashboardConfig
+from vigia.dashboard.config import DEMO_MARKER, DashboardConfig
 from vigia.dashboard.data import Unreachable, scalar
 from vigia.dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
 from vigia.dashboard.sources import Sources
@@ -183,7 +183,8 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
     ) -> tuple[Any, ...]:
         now = time.time()
         filtered = Filters.from_store(filters)
-        result = refresh(src, path, range_key, filtered, now, config.outage_target)
+        demo = config.marker == DEMO_MARKER
+        result = refresh(src, path, range_key, filtered, now, config.outage_target, demo)
         options: tuple[Any, ...] = (no_update, no_update, no_update)
         if isinstance(result.cluster, Cluster):
             options = filter_options(result.cluster)

@@ -11,6 +11,7 @@ from dash import html
 from vigia.dashboard.cluster import Cluster, LogDir
 from vigia.dashboard.data import Plan, Unreachable
 from vigia.dashboard.views.common import (
+    JMX,
     NOT_AVAILABLE,
     Figure,
     Filters,
@@ -215,6 +216,7 @@ def build(ctx: PageContext) -> list[Any]:
         series_broker,
         keep,
         metric="process_cpu_seconds_total",
+        needs=JMX,
         color=broker_color,
     )
     rss = matrix_traces(
@@ -222,6 +224,7 @@ def build(ctx: PageContext) -> list[Any]:
         lambda lab: f"{series_broker(lab)} RSS",
         keep,
         metric="process_resident_memory_bytes",
+        needs=JMX,
         color=broker_color,
     )
     heap = matrix_traces(
@@ -229,6 +232,7 @@ def build(ctx: PageContext) -> list[Any]:
         lambda lab: f"{series_broker(lab)} heap",
         keep,
         metric="jvm_memory_bytes_used",
+        needs=JMX,
         color=broker_color,
         dash="dot",
     )

@@ -490,6 +490,31 @@ def test_capacity_page_growth_from_prometheus() -> None:
     assert all(v is not None and v > 0 for v in growth.values())  # the recordings only grow
 
 
+def test_capacity_panels_of_a_cluster_without_the_apis_say_which_api_they_need() -> None:
+    """The demo's mock cluster: no DescribeLogDirs, DescribeConfigs or JMX agent."""
+    ctx = recorded_context("/capacity")
+    lacking = _lacking("rebalanced", "describe_log_dirs", "describe_configs")
+    # Without DescribeConfigs no topic has a retention the outage budget could read.
+    unlimited = tuple(replace(t, outage_budget_seconds=None) for t in lacking.topics)
+    lacking = replace(lacking, topics=unlimited)
+    raw = {**ctx.fetched.cluster, "capabilities": lacking.capabilities}  # type: ignore[dict-item]
+    empty = {"disk_used": [], "bytes_in": [], "bytes_out": []}
+    ctx = replace(
+        ctx,
+        cluster=lacking,
+        fetched=replace(ctx.fetched, cluster=raw, ranged={**ctx.fetched.ranged, **empty}),
+    )
+    page = " ".join(texts(capacity.build(ctx)))
+    assert "not available on this cluster (DescribeLogDirs): each broker's Kafka data" in page
+    assert "not available on this cluster (DescribeConfigs): each topic's retention.ms" in page
+    assert find(capacity.build(ctx), "disk-outlook-table") is None  # not a table of "–"
+    figures = json.dumps(
+        [find(capacity.build(ctx), f"fig-capacity-{f}").figure for f in ("disk-used", "bytes")]
+    )
+    assert "no data<br>not available on this cluster (DescribeLogDirs)" in figures
+    assert "no data<br>needs the brokers' JMX agent (vigia-stack --jmx-target)" in figures
+
+
 def test_sizing_prefill_from_the_live_topology() -> None:
     c = cluster("healthy-later")
     pre = capacity.prefill(c, "measure")

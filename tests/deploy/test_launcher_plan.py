@@ -422,8 +422,9 @@ def test_demo_dry_run_links_alerts_to_its_dash_app_and_notifies_its_receiver(
 
 
 def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(demo, "hes_missing", lambda: "sudo apt-get install -y mariadb-server")
     argv = ["--demo", "--dry-run", "--run-dir", str(tmp_path)]
     assert cli.main([*argv, "--prometheus-binary", "", "--alertmanager-binary", ""]) == 0
     procfile = (tmp_path / "Procfile").read_text()
@@ -433,9 +434,34 @@ def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
         "simulator",
         "dashboard",
     ]
-    (warning,) = [r.getMessage() for r in caplog.records if "apt-get" in r.getMessage()]
+    hes, warning = [r.getMessage() for r in caplog.records if "apt-get" in r.getMessage()]
     assert "`sudo apt-get install -y prometheus prometheus-alertmanager`" in warning
     assert warning.endswith("without prometheus, alertmanager, heartbeat, receiver")
+    assert hes == (
+        "not installed: MariaDB; `sudo apt-get install -y mariadb-server` adds the demo's HES "
+        "database"
+    )
+    assert "--hes-dsn" not in procfile
+
+
+def test_the_demo_with_mariadb_writes_the_readings_into_its_hes_too_and_watches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo, "hes_missing", lambda: None)
+    assert cli.main(["--demo", "--dry-run", "--run-dir", str(tmp_path)]) == 0
+    lines = (tmp_path / "Procfile").read_text().splitlines()
+    commands = {line.split(":")[0]: line.split("--", 1)[1] for line in lines}
+    assert list(commands)[2:4] == ["simulator", "simulator-hes"]
+    hes = tmp_path / "data" / "hes"
+    # The same traffic as the Kafka simulator's, into the HES, by the writer; no password shows.
+    kafka_traffic = commands["simulator"].split(" outage ")[1].split(" --bootstrap-servers")[0]
+    assert (
+        f" outage {kafka_traffic} --sink hes --hes-dsn-file {hes / 'writer.dsn'} "
+        in (commands["simulator-hes"])
+    )
+    for reader in ("exporter", "ingest"):
+        assert f"--hes-dsn-file {hes / 'reader.dsn'}" in commands[reader], reader
+    assert "--hes-dsn-file" not in commands["dashboard"]
 
 
 @pytest.mark.parametrize(
