@@ -242,7 +242,8 @@ def _process(s: Settings, name: str) -> Process:
     argv: tuple[str, ...]
     health = "/metrics"
     if name == "exporter":
-        argv = (*_module(s, name), *_kafka(s), *_hes_watch(s), "--listen-address", address)
+        argv = (*_module(s, name), *_kafka(s), *_hes_watch(s), *_demo_retention(s))
+        argv += ("--listen-address", address)
         argv += ("--port", port)
         health = "/healthz"
     elif name == "ingest":
@@ -295,6 +296,7 @@ def _process(s: Settings, name: str) -> Process:
             f"--config.file={s.prometheus_config}",
             f"--storage.tsdb.path={data / 'prometheus'}",
             f"--web.listen-address={address}:{port}",
+            *_demo_quiet(s),
         )
         health = "/-/ready"
     elif name == "alertmanager":
@@ -305,6 +307,7 @@ def _process(s: Settings, name: str) -> Process:
             f"--web.listen-address={address}:{port}",
             # A single instance: no gossip listener (it would take port 9094) and no peers.
             "--cluster.listen-address=",
+            *_demo_quiet(s),
         )
         health = "/-/ready"
     elif name in ("receiver", "heartbeat"):
@@ -312,11 +315,36 @@ def _process(s: Settings, name: str) -> Process:
         health = "/healthz"
     else:  # pragma: no cover - parse_names rejects anything else
         raise PlanError(f"unknown component {name}")
-    if name == "ingest" and s.spark_workers > 0:  # the driver binds loopback like the cluster
+    # The driver binds loopback like the cluster, and like the demo (Spark warns otherwise).
+    if name == "ingest" and (s.spark_workers > 0 or s.demo):
         argv = ("env", f"SPARK_LOCAL_IP={client_host(address)}", *argv)
     return _kept_running(
         s, Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
     )
+
+
+# The mock cluster answers no DescribeConfigs: the exporter takes the demo's topics to have Kafka's
+# defaults, so that the outage budget, the retention margins and the under-min-ISR light have a
+# limit to read (the mock's topics: measure and the probe's).
+DEMO_TOPIC_CONFIG = tuple(
+    f"{topic}:{setting}"
+    for topic in ("measure", "vigia-probe")
+    for setting in (f"retention.ms={7 * 24 * 3600 * 1000}", "min.insync.replicas=1")
+)
+
+
+def _demo_retention(s: Settings) -> tuple[str, ...]:
+    """The demo topics' configs; and no binlog margin: the demo runs no Kafka Connect, whose
+    offsets topic it reads."""
+    if not s.demo:
+        return ()
+    return ("--assumed-topic-config", ",".join(DEMO_TOPIC_CONFIG), "--connect-offsets-topic=")
+
+
+def _demo_quiet(s: Settings) -> tuple[str, ...]:
+    """Prometheus's and Alertmanager's two dozen start-up lines would fill the demo's console:
+    there they say only what goes wrong."""
+    return ("--log.level=warn",) if s.demo else ()
 
 
 def _hes_reader(s: Settings) -> tuple[str, ...]:

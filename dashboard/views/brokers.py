@@ -187,6 +187,15 @@ def volume_figure(rows: list[LogDirRow]) -> Figure:
 
 
 def disk_section(cluster: Cluster, filters: Filters) -> list[Any]:
+    if cluster.lacks("describe_log_dirs"):  # one line, not a red row of "–" per broker
+        return [
+            html.Div(
+                f"{not_available('DescribeLogDirs')}: each log dir's Kafka data, volume used and "
+                "free space come from it.",
+                className="muted",
+                id="log-dirs-lacking",
+            )
+        ]
     rows = log_dir_rows(cluster, filters)
     table = simple_table(
         ["Broker", "Log dir", "Kafka data", "Volume used", "Free", "Volume size"],

@@ -205,10 +205,20 @@ def test_a_cluster_without_some_apis_says_not_available_where_their_data_would_b
     assert [r.error for r in rows] == ["not available on this cluster (DescribeLogDirs)"] * 3
     volumes = brokers.volume_figure(rows)
     assert "not available on this cluster" in json.dumps(volumes)
+    (line,) = brokers.disk_section(lacking, Filters())
+    assert line.children.startswith("not available on this cluster (DescribeLogDirs): each log")
     assert "not available on this cluster" in json.dumps(topics.treemap_figure((), True))
+    unknown = tuple(replace(t, min_insync_replicas=None) for t in lacking.topics)
+    lacking = replace(lacking, topics=unknown)  # without DescribeConfigs, no topic's is known
     light = next(x for x in overview.cluster_lights(lacking) if x.key == "under_min_isr")
     assert (light.status, light.value) == ("grey", "n/a")
     assert light.detail.startswith("not available on this cluster (DescribeConfigs")
+    # The exporter's --assumed-topic-config gives every topic its min.insync.replicas.
+    assumed = replace(
+        lacking, topics=tuple(replace(t, min_insync_replicas=1) for t in lacking.topics)
+    )
+    light = next(x for x in overview.cluster_lights(assumed) if x.key == "under_min_isr")
+    assert (light.status, light.value) == ("green", "0")
     # No quorum to ask and no controller in the metadata (the mock): unknown, not missing.
     nameless = replace(_lacking("healthy", "describe_quorum"), controller_id=None)
     light = next(x for x in overview.cluster_lights(nameless) if x.key == "controller")

@@ -81,7 +81,7 @@ def chromium(profile: Path) -> Iterator[WebDriver]:
         "--disable-sync",
         "--no-first-run",
         f"--user-data-dir={profile}",
-        "--window-size=1400,1000",
+        "--window-size=1280,1000",
     ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
@@ -117,7 +117,7 @@ def screenshot(driver: WebDriver, path: Path) -> None:
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.execute_cdp_cmd(
         "Emulation.setDeviceMetricsOverride",
-        {"width": 1400, "height": min(int(height), 6000), "deviceScaleFactor": 1, "mobile": False},
+        {"width": 1280, "height": min(int(height), 6000), "deviceScaleFactor": 1, "mobile": False},
     )
     time.sleep(0.6)  # let Plotly resize to the new viewport
     path.parent.mkdir(parents=True, exist_ok=True)

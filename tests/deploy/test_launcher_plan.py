@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.deploy.compose import REPO, raw
+from vigia.exporter.probe.runner import DEFAULT_TOPIC as PROBE_TOPIC
 from vigia.launcher import cli, demo, packages, plan, spark_cluster, supervisor
 from vigia.launcher.prometheus_config import (
     BROKER_HOST,
@@ -641,3 +642,24 @@ def test_the_rendered_alertmanager_sends_the_heartbeat_to_the_heartbeat_componen
     run = tmp_path / "no-alertmanager"
     assert cli.main([*argv, "--run-dir", str(run), "--without", "alertmanager"]) == 0
     assert "heartbeat:" not in (run / "Procfile").read_text()
+
+
+def test_the_demo_gives_its_topic_a_retention_and_keeps_its_console_short(tmp_path: Path) -> None:
+    assert cli.main(["--demo", "--dry-run", "--run-dir", str(tmp_path)]) == 0
+    lines = (tmp_path / "Procfile").read_text().splitlines()
+    commands = {line.split(":")[0]: line for line in lines}
+    # The mock answers no DescribeConfigs, and the demo has no Kafka Connect offsets to read.
+    assumed = (
+        "--assumed-topic-config measure:retention.ms=604800000,measure:min.insync.replicas=1,"
+        "vigia-probe:retention.ms=604800000,vigia-probe:min.insync.replicas=1 "
+        "--connect-offsets-topic= "
+    )
+    assert assumed in commands["exporter"]
+    assert f"{PROBE_TOPIC}:min.insync.replicas=1" in commands["exporter"]  # the probe's topic
+    for name in ("prometheus", "alertmanager"):
+        assert "--log.level=warn" in commands[name], name
+    assert "SPARK_LOCAL_IP=127.0.0.1" in commands["ingest"]
+    real_argv = ["--dry-run", "--bootstrap-servers", "b:9092", "--run-dir", str(tmp_path / "r")]
+    assert cli.main(real_argv) == 0
+    real = (tmp_path / "r" / "Procfile").read_text()
+    assert "--assumed-topic-config" not in real and "--log.level" not in real
