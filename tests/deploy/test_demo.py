@@ -42,14 +42,14 @@ SCREENSHOTS = Path(
         "VIGIA_DEMO_SCREENSHOTS", str(Path(tempfile.gettempdir()) / "vigia-demo-screenshots")
     )
 )
-# Panels the demo cannot fill, each saying what a real deployment needs instead: 13 measured. The
-# mock cluster answers no DescribeLogDirs (Brokers: disk per log dir; Topics: partition sizes;
-# Capacity: disk outlook, disk used over time) or DescribeQuorum (Overview: controller), has no
-# JMX agent (Brokers: CPU, memory; Replication: produce remote time, follower lag; Capacity: bytes
-# throughput) and cannot run Kafka Connect (Pipeline); no day reaches its next morning's deadline
-# in minutes (Promises and Capacity: completeness by deadline). DescribeConfigs' retention and
-# min.insync.replicas are assumed (launcher/plan.py). One more than measured; a panel that
-# empties beyond that fails the test.
+# Panels the demo cannot fill, each saying what a real deployment needs instead: 13 (12 counted
+# when a figure is not drawn yet). The mock cluster answers no DescribeLogDirs (Brokers: disk per
+# log dir; Topics: partition sizes; Capacity: disk outlook, disk used over time) or DescribeQuorum
+# (Overview: controller), has no JMX agent (Brokers: CPU, memory; Replication: produce remote
+# time, follower lag; Capacity: bytes throughput) and cannot run Kafka Connect (Pipeline); no day
+# reaches its next morning's deadline in minutes (Promises and Capacity: completeness by
+# deadline). DescribeConfigs' retention and min.insync.replicas are assumed (launcher/plan.py).
+# One more than that; a panel that empties beyond it fails the test.
 MAX_EMPTY = 14
 
 
