@@ -17,7 +17,7 @@ from vigia.common.slo.cli import load as load_slos
 from vigia.dashboard import runbooks
 from vigia.dashboard.cluster import Cluster
 from vigia.dashboard.clusters import misnamed, pick, sync, with_choice
-from vigia.dashboard.config import DashboardConfig
+from vigia.dashboard.config import DEMO_MARKER, DashboardConfig
 from vigia.dashboard.data import Unreachable, scalar
 from vigia.dashboard.pages import DEFAULT_RANGE, PAGES, RANGES, refresh, typed_cluster
 from vigia.dashboard.sources import Sources
@@ -237,7 +237,8 @@ def create_app(config: DashboardConfig, sources: Any = None) -> Dash:
         now = time.time()
         filtered = Filters.from_store(filters)
         source = scoped(chosen)
-        result = refresh(source, path, range_key, filtered, now, config.outage_target)
+        demo = config.marker == DEMO_MARKER
+        result = refresh(source, path, range_key, filtered, now, config.outage_target, demo)
         options: tuple[Any, ...] = (no_update, no_update, no_update)
         lines = banner(result.problems)
         if isinstance(result.cluster, Cluster):

@@ -22,6 +22,10 @@ class ConfigError(ValueError):
     """Invalid configuration; the message is the one line printed before exiting with code 2."""
 
 
+# The marker vigia-stack --demo gives: panels then say what the demo lacks for them.
+DEMO_MARKER = "demo"
+
+
 @dataclass(frozen=True)
 class DashboardConfig:
     prometheus_url: str = "http://127.0.0.1:9090"

@@ -122,6 +122,7 @@ def refresh(
     filters: Filters,
     now: float,
     outage_target_seconds: float = DEFAULT_TARGET_SECONDS,
+    demo: bool = False,
 ) -> Refresh:
     """Fetch and build one page. Topology and alerts are always fetched: the header needs them."""
     started = time.perf_counter()
@@ -139,6 +140,7 @@ def refresh(
         filters=filters,
         cluster=cluster if isinstance(cluster, Cluster) else None,
         outage_target_seconds=outage_target_seconds,
+        demo=demo,
     )
     if page is None:
         children: list[Any] = [html.Div(f"No page at {path}.", className="card")]

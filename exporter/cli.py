@@ -52,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         _invalid(str(exc))
     setup_logging(config.log_level)
+    # uvicorn's own start and stop (six lines) say nothing the exporter's "serving" line does not;
+    # its errors still show.
+    logging.getLogger("uvicorn.error").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         adapter = KafkaAdapter(
             config.bootstrap_servers,
@@ -60,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             # The ingest job's group, whether or not the cluster can list its groups.
             named_groups={config.source.group: config.source.topic},
             slow_phase_interval=config.slow_phase_interval,
+            assumed_configs=config.assumed_topic_configs,
         )
     except KafkaException as exc:
         _invalid(f"invalid Kafka option: {exc.args[0].str() if exc.args else exc}")

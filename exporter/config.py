@@ -87,6 +87,8 @@ class ExporterConfig:
     source: SourceSettings = SourceSettings()
     granularity: Granularity = DEFAULT
     slow_phase_interval: float = DEFAULT_SLOW_PHASE_INTERVAL
+    # --assumed-topic-config: topic -> {key: value}, for topics whose configs the cluster withholds.
+    assumed_topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # --web.config.file: TLS and basic auth of the HTTP endpoints (vigia.common.web_config).
     web: WebConfig = field(default_factory=WebConfig)
     cluster_name: str = DEFAULT_CLUSTER_NAME
@@ -271,6 +273,14 @@ _SETTINGS: dict[str, tuple[str, str | None, str]] = {
         f"{BINLOG_FLOOR_SECONDS:g}",
         "seconds of binlog margin under which a connector that does not catch up is at risk",
     ),
+    "--assumed-topic-config": (
+        "VIGIA_EXPORTER_ASSUMED_TOPIC_CONFIG",
+        "",
+        "TOPIC:KEY=VALUE[,TOPIC:KEY=VALUE...], a topic's config (retention.ms, retention.bytes, "
+        "min.insync.replicas, cleanup.policy) taken as given where the cluster answers no "
+        "DescribeConfigs for it (an ACL without DescribeConfigs, a mock cluster); what the "
+        "cluster answers wins",
+    ),
     "--probe-deadline": (
         "VIGIA_PROBE_DEADLINE",
         "10",
@@ -421,6 +431,7 @@ def parse_config(
         source=source,
         granularity=granularity,
         slow_phase_interval=_non_negative(args.slow_phase_interval, "--slow-phase-interval"),
+        assumed_topic_configs=assumed_topic_configs(args.assumed_topic_config),
         web=web,
         cluster_name=_cluster_name(args.cluster),
     )
@@ -431,6 +442,28 @@ def _cluster_name(value: str) -> str:
     if not _CONNECT_NAME.fullmatch(name):
         raise ConfigError(f"--cluster: {value!r} is not a name (A-Z a-z 0-9 _ . -)")
     return name
+
+
+ASSUMABLE_KEYS = frozenset(
+    {"retention.ms", "retention.bytes", "min.insync.replicas", "cleanup.policy"}
+)
+
+
+def assumed_topic_configs(raw: str) -> dict[str, dict[str, str]]:
+    """`measure:retention.ms=604800000,measure:min.insync.replicas=2` -> {topic: {key: value}}."""
+    configs: dict[str, dict[str, str]] = {}
+    for item in _split(raw):
+        topic, _, setting = item.partition(":")
+        key, sep, value = setting.partition("=")
+        topic, key, value = topic.strip(), key.strip(), value.strip()
+        if not sep or not _TOPIC_NAME.fullmatch(topic) or not value:
+            raise ConfigError(f"--assumed-topic-config: {item!r} is not TOPIC:KEY=VALUE")
+        if key not in ASSUMABLE_KEYS:
+            raise ConfigError(
+                f"--assumed-topic-config: {key!r} is not one of {', '.join(sorted(ASSUMABLE_KEYS))}"
+            )
+        configs.setdefault(topic, {})[key] = value
+    return configs
 
 
 def _split(raw: str) -> list[str]:

@@ -11,7 +11,8 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -106,8 +107,11 @@ demo (`make demo`):
   a small process of its own), the simulator with a periodic HES outage, the ingest job into
   var/demo, the exporter, Prometheus with a demo alert on the outage, Alertmanager and a webhook
   receiver that logs every notification (logs/receiver.log), and the Dash app marked "demo".
-  Missing Java 17, Prometheus or Alertmanager is reported with the apt command that installs it;
-  the demo runs without what is missing.
+  Where MariaDB is installed, an HES database too (logs/hes-db.log, users' DSNs in
+  var/demo/data/hes): a second simulator writes the same readings into it, in place of Kafka
+  Connect, which the mock cluster cannot run, and the exporter and the ingest job watch it.
+  Missing Java 17, Prometheus, Alertmanager or MariaDB is reported with the apt command that
+  installs it; the demo runs without what is missing.
 
 examples:
   vigia-stack --demo
@@ -612,11 +616,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _start(args)
     if args.bootstrap_servers.strip():
         log.warning("--demo runs its own Kafka cluster: ignoring %s", args.bootstrap_servers)
-    with _mock_cluster(args.run_dir.resolve(), args.dry_run) as bootstrap:
+    run_dir = args.run_dir.resolve()
+    # The HES starts first and is waited for last: it and the cluster start side by side.
+    with _demo_hes(run_dir, args.dry_run) as hes, _mock_cluster(run_dir, args.dry_run) as bootstrap:
         if bootstrap is None:
             return 1
         args.bootstrap_servers = bootstrap
-        return _start(args, demo.traffic())
+        return _start(args, demo.traffic(), hes())
 
 
 def _drop_in(args: argparse.Namespace) -> int:
@@ -636,6 +642,28 @@ def _drop_in(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
+def _demo_hes(run_dir: Path, dry_run: bool) -> Iterator[Callable[[], plan.DemoHes | None]]:
+    """The demo's HES database, hosted by a child process for as long as the stack runs; yields
+    what waits for it. Without MariaDB the demo runs on without an HES, saying what installs it."""
+    missing = demo.hes_missing()
+    if missing:
+        log.warning("not installed: MariaDB; `%s` adds the demo's HES database", missing)
+        yield lambda: None
+        return
+    if dry_run:
+        directory = demo.hes_dir(run_dir)
+        port = demo.free_port()
+        yield lambda: plan.DemoHes(directory / "writer.dsn", directory / "reader.dsn", port)
+        return
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    host = demo.start_hes(run_dir)
+    try:
+        yield lambda: demo.wait_for_hes(host, run_dir)
+    finally:
+        demo.stop_host(host, timeout=demo.HES_STOP_SECONDS)
+
+
+@contextlib.contextmanager
 def _mock_cluster(run_dir: Path, dry_run: bool) -> Iterator[str | None]:
     """The demo's Kafka cluster, hosted by a child process for as long as the stack runs."""
     if dry_run:
@@ -647,12 +675,16 @@ def _mock_cluster(run_dir: Path, dry_run: bool) -> Iterator[str | None]:
     try:
         yield demo.wait_for_bootstrap(host, run_dir)
     finally:
-        demo.stop_mock_cluster(host)
+        demo.stop_host(host)
 
 
-def _start(args: argparse.Namespace, traffic: plan.DemoTraffic | None = None) -> int:
+def _start(
+    args: argparse.Namespace,
+    traffic: plan.DemoTraffic | None = None,
+    hes: plan.DemoHes | None = None,
+) -> int:
     try:
-        settings = _settings(args, traffic)
+        settings = replace(_settings(args, traffic), hes=hes)
         jmx_targets = _jmx_targets(args.jmx_target)
         components = _components(args, settings)
         processes = plan.build(settings, components)

@@ -4,9 +4,12 @@ the receiver's URLs, the simulated traffic, the banner)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,6 +26,10 @@ MEASURE_TOPIC = "measure"
 MOCK_BROKERS = 3
 BOOTSTRAP_FILE = "mock-cluster.bootstrap"
 BOOTSTRAP_DEADLINE_SECONDS = 30.0
+# mariadb-install-db, the server's start and the schema take seconds; a loaded machine, more.
+HES_DEADLINE_SECONDS = 90.0
+HES_PACKAGE = "mariadb-server"
+HES_STOP_SECONDS = 40.0  # its host gives mariadbd 30 s for a clean InnoDB shutdown
 
 # Debian package -> components that cannot run without it.
 NEEDED_BY = {
@@ -113,13 +120,79 @@ def wait_for_bootstrap(host: subprocess.Popen[bytes], run_dir: Path) -> str | No
     return None
 
 
-def stop_mock_cluster(host: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+def hes_missing() -> str | None:
+    """The apt-get line that gives the demo its HES database, when MariaDB is not installed."""
+    return packages.install_line([HES_PACKAGE]) if packages.missing([HES_PACKAGE]) else None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def hes_dir(run_dir: Path) -> Path:
+    return run_dir / "data" / "hes"
+
+
+def start_hes(run_dir: Path) -> subprocess.Popen[bytes]:
+    """MariaDB (launcher/mariadb.py) in a process of its own, with an empty database: the
+    previous demo's rows describe readings its cluster and Parquet store no longer hold."""
+    directory = hes_dir(run_dir)
+    if directory.is_dir():
+        log.info("the previous demo's HES is gone: removing %s", directory)
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    log_file = (run_dir / "logs" / "hes-db.log").open("ab")
+    with log_file:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vigia.launcher.mariadb",
+                "--dir",
+                str(directory),
+                "--port",
+                str(free_port()),
+                "--stop-with-parent",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # as the mock cluster: the launcher stops it last
+        )
+
+
+def wait_for_hes(host: subprocess.Popen[bytes], run_dir: Path) -> plan.DemoHes | None:
+    """The HES's users, once it serves: each DSN in a file of its own (mode 0600)."""
+    directory = hes_dir(run_dir)
+    deadline = time.monotonic() + HES_DEADLINE_SECONDS
+    while time.monotonic() < deadline and host.poll() is None:
+        if (directory / "dsn.json").is_file():
+            dsns = json.loads((directory / "dsn.json").read_text(encoding="utf-8"))
+            files = {}
+            for role in ("writer", "reader"):
+                path = directory / f"{role}.dsn"
+                path.touch(mode=0o600)
+                path.write_text(dsns[role] + "\n", encoding="utf-8")
+                files[role] = path
+            log.info("the demo's HES database (MariaDB): users' DSNs in %s", directory)
+            return plan.DemoHes(files["writer"], files["reader"], free_port())
+        time.sleep(0.2)
+    log.error(
+        "the demo's HES database did not start; see %s; the demo goes on without it",
+        run_dir / "logs" / "hes-db.log",
+    )
+    return None
+
+
+def stop_host(host: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL to its whole session (the HES host's mariadbd with it)."""
     if host.poll() is None:
         host.send_signal(signal.SIGTERM)
         try:
             host.wait(timeout)
         except subprocess.TimeoutExpired:
-            host.kill()
+            os.killpg(host.pid, signal.SIGKILL)
             host.wait()
 
 

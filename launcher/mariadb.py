@@ -248,8 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--dir", type=Path, required=True, help="data directory (kept)")
     parser.add_argument("--port", type=int, default=3306, help="TCP port on 127.0.0.1 (3306)")
+    parser.add_argument(
+        "--stop-with-parent",
+        action="store_true",
+        help="stop when the process that started this one is gone (vigia-stack --demo: a "
+        "killed launcher leaves no database behind)",
+    )
     args = parser.parse_args(argv)
-    setup_logging("INFO")
+    setup_logging(os.environ.get("VIGIA_LOG_LEVEL", "INFO"))
+    parent = os.getppid()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -262,14 +269,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         dsn_file = args.dir / "dsn.json"
-        dsn_file.touch(mode=0o600)
-        dsn_file.chmod(0o600)  # also when an earlier run left it
-        dsn_file.write_text(json.dumps({role: database.dsn(role) for role in USERS}, indent=2))
+        written = dsn_file.with_suffix(".tmp")
+        written.touch(mode=0o600)
+        written.chmod(0o600)  # also when an earlier run left it
+        written.write_text(json.dumps({role: database.dsn(role) for role in USERS}, indent=2))
+        written.replace(dsn_file)  # readers never see half a file
         log.info("DSNs in %s (writer: vigia-simulate --sink hes; reader: --hes-dsn)", dsn_file)
         while not stop.wait(1.0):
             if not database.running:
                 log.error("mariadbd exited; see %s", database.log_path)
                 return 1
+            if args.stop_with_parent and os.getppid() != parent:
+                log.warning("the process that started it is gone: stopping")
+                return 0
         return 0
     finally:
         database.close()

@@ -61,6 +61,17 @@ class DemoTraffic:
     outage_every: float = 900.0
 
 
+@dataclass(frozen=True)
+class DemoHes:
+    """The demo's HES database (launcher/mariadb.py) and how the stack uses it. Without Kafka
+    Connect, a second simulator writes the same readings into it, where Connect would carry
+    them from: the HES watch, the hop lags and the completeness ratio then read a real HES."""
+
+    writer_dsn_file: Path  # the simulator's user (INSERT, UPDATE)
+    reader_dsn_file: Path  # the exporter's and the ingest job's (SELECT, BINLOG MONITOR)
+    simulator_port: int  # the HES simulator's /metrics (not scraped: it repeats the other's)
+
+
 class PlanError(ValueError):
     """Invalid launcher configuration (the CLI exits 2 with this message)."""
 
@@ -97,6 +108,7 @@ class Settings:
     alertmanager_binary: str | None
     python: str = sys.executable  # the interpreter that runs the Python components
     demo: DemoTraffic | None = None
+    hes: DemoHes | None = None
     # With the ingest job and > 0: a standalone master and this many one-core workers run it.
     spark_workers: int = 0
     spark_home: Path | None = None  # PySpark's package directory (None: not installed)
@@ -162,6 +174,9 @@ def build(settings: Settings, components: Sequence[str]) -> list[Process]:
             "no Kafka bootstrap servers: give --bootstrap-servers or VIGIA_KAFKA_BOOTSTRAP_SERVERS"
         )
     processes = [_process(settings, c) for c in components]
+    if "simulator" in components and settings.demo and settings.hes:
+        at = components.index("simulator") + 1
+        processes.insert(at, _hes_simulator(settings, settings.demo, settings.hes))
     if "ingest" in components and settings.spark_workers > 0:
         at = components.index("ingest")
         processes[at:at] = _spark_cluster(settings)
@@ -227,7 +242,9 @@ def _process(s: Settings, name: str) -> Process:
     argv: tuple[str, ...]
     health = "/metrics"
     if name == "exporter":
-        argv = (*_module(s, name), *_kafka(s), "--listen-address", address, "--port", port)
+        argv = (*_module(s, name), *_kafka(s), *_hes_watch(s), *_demo_retention(s))
+        argv += ("--listen-address", address)
+        argv += ("--port", port)
         health = "/healthz"
     elif name == "ingest":
         argv = (
@@ -241,6 +258,7 @@ def _process(s: Settings, name: str) -> Process:
             str(data / "parquet" / "quarantine"),
             "--checkpoint",
             str(s.run_dir / "checkpoints" / "ingest"),
+            *_hes_reader(s),
             "--metrics-address",
             address,
             "--metrics-port",
@@ -278,6 +296,7 @@ def _process(s: Settings, name: str) -> Process:
             f"--config.file={s.prometheus_config}",
             f"--storage.tsdb.path={data / 'prometheus'}",
             f"--web.listen-address={address}:{port}",
+            *_demo_quiet(s),
         )
         health = "/-/ready"
     elif name == "alertmanager":
@@ -288,6 +307,7 @@ def _process(s: Settings, name: str) -> Process:
             f"--web.listen-address={address}:{port}",
             # A single instance: no gossip listener (it would take port 9094) and no peers.
             "--cluster.listen-address=",
+            *_demo_quiet(s),
         )
         health = "/-/ready"
     elif name in ("receiver", "heartbeat"):
@@ -295,11 +315,65 @@ def _process(s: Settings, name: str) -> Process:
         health = "/healthz"
     else:  # pragma: no cover - parse_names rejects anything else
         raise PlanError(f"unknown component {name}")
-    if name == "ingest" and s.spark_workers > 0:  # the driver binds loopback like the cluster
+    # The driver binds loopback like the cluster, and like the demo (Spark warns otherwise).
+    if name == "ingest" and (s.spark_workers > 0 or s.demo):
         argv = ("env", f"SPARK_LOCAL_IP={client_host(address)}", *argv)
     return _kept_running(
         s, Process(name=name, argv=argv, port=s.ports.of(name), health_path=health)
     )
+
+
+# The mock cluster answers no DescribeConfigs: the exporter takes the demo's topics to have Kafka's
+# defaults, so that the outage budget, the retention margins and the under-min-ISR light have a
+# limit to read (the mock's topics: measure and the probe's).
+DEMO_TOPIC_CONFIG = tuple(
+    f"{topic}:{setting}"
+    for topic in ("measure", "vigia-probe")
+    for setting in (f"retention.ms={7 * 24 * 3600 * 1000}", "min.insync.replicas=1")
+)
+
+
+def _demo_retention(s: Settings) -> tuple[str, ...]:
+    """The demo topics' configs; and no binlog margin: the demo runs no Kafka Connect, whose
+    offsets topic it reads."""
+    if not s.demo:
+        return ()
+    return ("--assumed-topic-config", ",".join(DEMO_TOPIC_CONFIG), "--connect-offsets-topic=")
+
+
+def _demo_quiet(s: Settings) -> tuple[str, ...]:
+    """Prometheus's and Alertmanager's two dozen start-up lines would fill the demo's console:
+    there they say only what goes wrong."""
+    return ("--log.level=warn",) if s.demo else ()
+
+
+def _hes_reader(s: Settings) -> tuple[str, ...]:
+    return ("--hes-dsn-file", str(s.hes.reader_dsn_file)) if s.hes else ()
+
+
+def _hes_watch(s: Settings) -> tuple[str, ...]:
+    """The exporter's watch of the demo's HES, which counts its day's rows every 30 s rather than
+    every 5 minutes: a table of minutes of readings, where a real HES's holds days."""
+    return (*_hes_reader(s), "--hes-count-interval", "30") if s.hes else ()
+
+
+def _hes_simulator(s: Settings, demo: DemoTraffic, hes: DemoHes) -> Process:
+    argv = (
+        *_module(s, "simulator"),
+        *_demo_traffic(demo),
+        "--sink",
+        "hes",
+        "--hes-dsn-file",
+        str(hes.writer_dsn_file),
+        "--metrics-address",
+        s.listen_address,
+        "--metrics-port",
+        str(hes.simulator_port),
+    )
+    process = Process(
+        name="simulator-hes", argv=argv, port=hes.simulator_port, health_path="/metrics"
+    )
+    return _kept_running(s, process)
 
 
 def _kept_running(s: Settings, process: Process) -> Process:

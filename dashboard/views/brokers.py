@@ -11,6 +11,7 @@ from dash import html
 from vigia.dashboard.cluster import Cluster, LogDir
 from vigia.dashboard.data import Plan, Unreachable
 from vigia.dashboard.views.common import (
+    JMX,
     NOT_AVAILABLE,
     Figure,
     Filters,
@@ -186,6 +187,15 @@ def volume_figure(rows: list[LogDirRow]) -> Figure:
 
 
 def disk_section(cluster: Cluster, filters: Filters) -> list[Any]:
+    if cluster.lacks("describe_log_dirs"):  # one line, not a red row of "–" per broker
+        return [
+            html.Div(
+                f"{not_available('DescribeLogDirs')}: each log dir's Kafka data, volume used and "
+                "free space come from it.",
+                className="muted",
+                id="log-dirs-lacking",
+            )
+        ]
     rows = log_dir_rows(cluster, filters)
     table = simple_table(
         ["Broker", "Log dir", "Kafka data", "Volume used", "Free", "Volume size"],
@@ -215,6 +225,7 @@ def build(ctx: PageContext) -> list[Any]:
         series_broker,
         keep,
         metric="process_cpu_seconds_total",
+        needs=JMX,
         color=broker_color,
     )
     rss = matrix_traces(
@@ -222,6 +233,7 @@ def build(ctx: PageContext) -> list[Any]:
         lambda lab: f"{series_broker(lab)} RSS",
         keep,
         metric="process_resident_memory_bytes",
+        needs=JMX,
         color=broker_color,
     )
     heap = matrix_traces(
@@ -229,6 +241,7 @@ def build(ctx: PageContext) -> list[Any]:
         lambda lab: f"{series_broker(lab)} heap",
         keep,
         metric="jvm_memory_bytes_used",
+        needs=JMX,
         color=broker_color,
         dash="dot",
     )

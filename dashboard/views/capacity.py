@@ -15,6 +15,7 @@ from vigia.dashboard.data import Plan, Unreachable, Vector
 from vigia.dashboard.sizing import SizingError, SizingInputs, SizingResult, size_cluster
 from vigia.dashboard.views import outage
 from vigia.dashboard.views.common import (
+    JMX,
     Filters,
     PageContext,
     bar_figure,
@@ -28,6 +29,7 @@ from vigia.dashboard.views.common import (
     line_figure,
     matrix_traces,
     no_topology,
+    not_available,
     note,
     series_broker,
     simple_table,
@@ -427,6 +429,7 @@ def build(ctx: PageContext) -> list[Any]:
         lambda lab: f"{series_broker(lab)} in",
         keep,
         metric="kafka_server_brokertopicmetrics_bytesin_total",
+        needs=JMX,
         color=broker_color,
     )
     b_out = matrix_traces(
@@ -434,9 +437,11 @@ def build(ctx: PageContext) -> list[Any]:
         lambda lab: f"{series_broker(lab)} out",
         keep,
         metric="kafka_server_brokertopicmetrics_bytesout_total",
+        needs=JMX,
         color=broker_color,
         dash="dot",
     )
+    lacks = ctx.cluster.lacks if ctx.cluster else lambda _capability: False
     trends = [
         card(
             "Disk used over time",
@@ -445,6 +450,9 @@ def build(ctx: PageContext) -> list[Any]:
                     "Kafka data per broker",
                     used,
                     y_title="bytes",
+                    empty_reason=(
+                        not_available("DescribeLogDirs") if lacks("describe_log_dirs") else None
+                    ),
                     extra_layout={"yaxis": {"tickformat": ".3s"}},
                 ),
                 "fig-capacity-disk-used",
@@ -525,6 +533,12 @@ def build(ctx: PageContext) -> list[Any]:
             for o in outlook
         ],
     )
+    if cluster.lacks("describe_log_dirs"):
+        outlook_table = html.Div(
+            f"{not_available('DescribeLogDirs')}: each broker's Kafka data, free space and "
+            "growth come from it.",
+            className="muted",
+        )
     window = ctx.window.end - ctx.window.start
     return [
         html.Div(
@@ -545,7 +559,12 @@ def build(ctx: PageContext) -> list[Any]:
                         ["Topic", "A stopped consumer loses nothing for", "Messages in/s", "Size"],
                         outage_budget_rows(cluster, f),
                         id="outage-budget-table",
-                        empty="No topic that Kafka deletes from by retention.",
+                        empty=(
+                            f"{not_available('DescribeConfigs')}: each topic's retention.ms "
+                            "and retention.bytes come from it."
+                            if cluster.lacks("describe_configs")
+                            else "No topic that Kafka deletes from by retention."
+                        ),
                     ),
                     note(
                         "retention.ms, or the time the fastest partition takes to fill "

@@ -79,6 +79,9 @@ class PageContext:
     cluster: Cluster | None = None  # parsed fetched.cluster, None when unreachable
     # The outage each hop of the leg should survive (vigia-dashboard --outage-target).
     outage_target_seconds: float = DEFAULT_TARGET_SECONDS
+    # `vigia-stack --demo` (marker "demo"): a panel a real deployment fills says what the demo
+    # lacks for it instead.
+    demo: bool = False
 
     @property
     def topology(self) -> Cluster | Unreachable:
@@ -294,6 +297,8 @@ class TraceSet:
         return bool(self.traces)
 
 
+# What exports the brokers' JMX metrics: an agent on each broker, which Prometheus scrapes.
+JMX = "the brokers' JMX agent (vigia-stack --jmx-target)"
 MAX_SERIES = 10  # more lines than this are unreadable and slow every refresh down
 
 
@@ -312,10 +317,12 @@ def matrix_traces(
     dash: str | None = None,
     drop_idle: bool = False,
     limit: int = MAX_SERIES,
+    needs: str | None = None,
 ) -> TraceSet:
     """Traces from a range query, sorted by name, with the reason to show when there are none.
 
-    `metric` names what the query reads, so an empty chart says which metric is missing;
+    `metric` names what the query reads, so an empty chart says which metric is missing, and
+    `needs` what exports it, when that is not Vigía itself (a deployment may lack it);
     `drop_idle` leaves out series that are 0 throughout (idle topics would crowd the legend);
     beyond `limit` series only those with the highest peaks are kept (the title says so).
     """
@@ -332,7 +339,9 @@ def matrix_traces(
         for s in result
         if keep(s.labels)
     ]
-    reason = f"no {metric} series in this time range (not exported yet?)"
+    reason = (
+        f"needs {needs}" if needs else f"no {metric} series in this time range (not exported yet?)"
+    )
     if drop_idle:
         busy = [t for t in traces if any(v for v in t.values)]
         if traces and not busy:

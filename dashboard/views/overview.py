@@ -144,7 +144,9 @@ def cluster_lights(cluster: Cluster | Unreachable) -> list[Light]:
             "n/a",
             not_available("DescribeConfigs: min.insync.replicas unknown"),
         )
+        # Without DescribeConfigs only assumed values (vigia-exporter --assumed-topic-config).
         if cluster.lacks("describe_configs")
+        and any(t.min_insync_replicas is None for t in cluster.topics)
         else Light(
             "under_min_isr",
             "Under min ISR",

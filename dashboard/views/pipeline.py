@@ -133,14 +133,22 @@ def unwatched(raw: Mapping[str, Any] | Unreachable | None) -> frozenset[str]:
     )
 
 
-def _not_deployed(key: str, name: str, flag: str) -> Hop:
-    return Hop(key, name, "grey", NOT_DEPLOYED, (("watched with", f"vigia-exporter {flag}"),))
+# What the demo (vigia-stack --demo) lacks for a hop a real deployment has.
+DEMO_NEEDS = {
+    "hes": ("the demo needs", "sudo apt-get install -y mariadb-server"),
+    "connect": ("in the demo", "none (mock Kafka)"),
+}
+
+
+def _not_deployed(ctx: PageContext, key: str, name: str, flag: str) -> Hop:
+    facts = (("watched with", f"vigia-exporter {flag}"),)
+    return Hop(key, name, "grey", NOT_DEPLOYED, (*facts, DEMO_NEEDS[key]) if ctx.demo else facts)
 
 
 def hes_hop(ctx: PageContext) -> Hop:
     up = scalar(ctx.instant("hes_up"))
     if up is None and "hes" in unwatched(ctx.fetched.cluster):
-        return _not_deployed("hes", "HES database", "--hes-dsn")
+        return _not_deployed(ctx, "hes", "HES database", "--hes-dsn")
     age = scalar(ctx.instant("hes_age"))
     today = _last_day(ctx.instant("hes_days"))
     binlog, binlog_status = binlog_fact(
@@ -194,7 +202,7 @@ def connect_hop(ctx: PageContext) -> Hop:
     workers = _vector(ctx.instant("workers"))
     states = task_states(ctx.instant("tasks"))
     if not workers and not states and "connect" in unwatched(ctx.fetched.cluster):
-        return _not_deployed("connect", "Kafka Connect (Debezium)", "--connect-url")
+        return _not_deployed(ctx, "connect", "Kafka Connect (Debezium)", "--connect-url")
     connected = _vector(ctx.instant("connected"))
     since = scalar(ctx.instant("since_event"))
     down = [s.labels.get("connect", "?") for s in workers if s.value == 0]

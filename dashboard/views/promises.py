@@ -71,15 +71,23 @@ def _time(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def headline(slo: Slo, ratio: float | None) -> html.Div:
+# What a demo of minutes lacks for a promise that a real deployment judges.
+DEMO_NEEDS = {
+    "ingest-completeness": "a day is judged at its next morning's deadline, which a demo of "
+    "minutes does not reach",
+}
+
+
+def headline(slo: Slo, ratio: float | None, demo: bool = False) -> html.Div:
     """Compliance and budget left over the SLO window, or plainly no data."""
     if ratio is None:
-        return html.Div(
+        nodata = (
             f"No data over {SLO_WINDOW}: the SLI's series are missing or counted nothing, so "
-            "the promise cannot be judged (this is not a perfect score).",
-            className="card error",
-            id=f"slo-{slo.key}-nodata",
+            "the promise cannot be judged (this is not a perfect score)."
         )
+        if demo and slo.key in DEMO_NEEDS:
+            nodata += f" In the demo: {DEMO_NEEDS[slo.key]}."
+        return html.Div(nodata, className="card error", id=f"slo-{slo.key}-nodata")
     left = budget_left(ratio, slo.budget)
     state = "ok" if left is not None and left > 0 else "spent"
     return html.Div(
@@ -130,7 +138,7 @@ def slo_card(ctx: PageContext, slo: Slo) -> html.Div:
             )
     return card(
         f"{slo.title}: {slo.promise}",
-        headline(slo, ratios[SLO_WINDOW]),
+        headline(slo, ratios[SLO_WINDOW], ctx.demo),
         simple_table(["window", "burn rate"], burn_rows, id=f"slo-{slo.key}-burn"),
         graph(figure, f"fig-slo-{slo.key}-burn"),
         html.H4("Incidents that spent the budget (burn rate above 1, in the range shown)"),

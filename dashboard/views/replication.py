@@ -12,6 +12,7 @@ from dash import html
 from vigia.dashboard.cluster import Cluster, Partition, filter_topics
 from vigia.dashboard.data import Plan, Unreachable
 from vigia.dashboard.views.common import (
+    JMX,
     Filters,
     PageContext,
     broker_color,
@@ -105,6 +106,7 @@ def build(ctx: PageContext) -> list[Any]:
         keep,
         0.001,
         metric="kafka_network_requestmetrics_remotetimems",
+        needs=JMX,
         color=broker_color,
     )
     fetch_lag = matrix_traces(
@@ -112,6 +114,7 @@ def build(ctx: PageContext) -> list[Any]:
         series_broker,
         keep,
         metric="kafka_server_replicafetchermanager_maxlag",
+        needs=JMX,
         color=broker_color,
     )
     oos_hist = matrix_traces(

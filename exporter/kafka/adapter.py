@@ -219,8 +219,11 @@ class KafkaAdapter:
         legacy_admin_factory: Callable[[Mapping[str, Any]], Any] = _default_legacy_admin,
         named_groups: Mapping[str, str] | None = None,
         slow_phase_interval: float = 0.0,
+        assumed_configs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self._filters = filters
+        # Topic configs taken as given where the cluster answers none (--assumed-topic-config).
+        self._assumed_configs = {t: dict(c) for t, c in (assumed_configs or {}).items()}
         # Log dirs, configs, quorum and racks: reused from a recent complete answer (slow_phases).
         self._slow_phases = SlowPhases(slow_phase_interval)
         # Whether the last configs gave a collected topic a size limit: its retention margin is
@@ -354,7 +357,8 @@ class KafkaAdapter:
         broker_dirs = _result(log_dirs, deadline, phases, "log_dirs", (), launched)
         group_list = _result(groups, deadline, phases, "groups", (), launched)
 
-        broker_default, topic_configs = configs
+        broker_default, answered = configs
+        topic_configs = {**self._assumed_configs, **answered}
         # Without configs (failed, or not supported) no limit is known: sizes are kept fresh.
         self._size_limited = not topic_configs or any(
             _size_limit(c) for c in topic_configs.values()

@@ -4,8 +4,8 @@ the table ``hes.measure``; Kafka Connect then carries the rows to the topic).
 
 Every flag has an environment variable ``VIGIA_SIMULATE_<FLAG>`` (``--malformed-ratio`` →
 ``VIGIA_SIMULATE_MALFORMED_RATIO``), except the shared ones: ``VIGIA_KAFKA_BOOTSTRAP_SERVERS``,
-``VIGIA_KAFKA_OPTIONS``, ``VIGIA_HES_DSN`` and ``VIGIA_LOG_LEVEL``. Flags win. Flags go after the
-subcommand.
+``VIGIA_KAFKA_OPTIONS``, ``VIGIA_HES_DSN``, ``VIGIA_HES_DSN_FILE`` and ``VIGIA_LOG_LEVEL``. Flags
+win. Flags go after the subcommand.
 
 Exit codes: 0 everything delivered; 1 the cluster (or the HES database) could not be reached or
 some messages were not delivered (the manifest, when asked for, is written anyway and counts only
@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 from vigia.common.hes import DsnError, parse_dsn
 from vigia.common.kafka_config import KafkaOptionError, merged
 from vigia.common.logs import setup_logging
+from vigia.common.secret_file import SecretFileError, read_secret
 from vigia.ingest.schema import MAGNITUDES
 from vigia.ingest.simulator.delivery import DeliveryTally
 from vigia.ingest.simulator.hes_sink import HesSink, HesSinkError
@@ -128,6 +129,12 @@ def _common_flags() -> _Parser:
         default=os.environ.get("VIGIA_HES_DSN", "") or None,
         help="HES database for --sink hes, mysql://user:password@host:3306/hes, a user with "
         "INSERT and UPDATE on hes.* (env VIGIA_HES_DSN)",
+    )
+    add(
+        "--hes-dsn-file",
+        default=os.environ.get("VIGIA_HES_DSN_FILE", "") or None,
+        help="file holding the --hes-dsn, so that its password shows in no process list "
+        "(--hes-dsn and VIGIA_HES_DSN win; env VIGIA_HES_DSN_FILE)",
     )
     add("--meters", type=_bounded(int, 1), default=_env("meters", "10000"), help="meters (10000)")
     add("--meter-prefix", default=_env("meter_prefix", "UY"), help="meter id prefix (UY)")
@@ -253,7 +260,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     try:
         args.kafka_options = merged(args.kafka_option)
         args.meter_range = meter_range(args.meters, args.meter_prefix)
+        if not args.hes_dsn and args.hes_dsn_file:
+            args.hes_dsn = read_secret(args.hes_dsn_file)
         args.hes = parse_dsn(args.hes_dsn) if args.hes_dsn else None
+    except SecretFileError as exc:
+        raise ConfigError(f"--hes-dsn-file: {exc}") from None
     except DsnError as exc:
         raise ConfigError(f"--hes-dsn: {exc}") from exc
     except (KafkaOptionError, ValueError) as exc:

@@ -176,6 +176,21 @@ def test_hops_the_deployment_does_not_have_say_so() -> None:
     assert lights(ctx)["connect"] == ("grey", "no data")
 
 
+def test_in_the_demo_the_missing_hops_say_what_the_demo_lacks() -> None:
+    fetched = Fetched(cluster={"source": None, "connect": []}, alerts=[], instant={}, ranged={})
+    facts = {
+        hop.key: dict(hop.facts)
+        for hop in pipeline.hops(PageContext(fetched, Window(0, 3600, 15), 3600, demo=True))
+    }
+    assert facts["hes"]["the demo needs"] == "sudo apt-get install -y mariadb-server"
+    assert facts["connect"]["in the demo"] == "none (mock Kafka)"
+    elsewhere = pipeline.hops(PageContext(fetched, Window(0, 3600, 15), 3600))
+    assert [dict(hop.facts) for hop in elsewhere[:2]] == [
+        {"watched with": "vigia-exporter --hes-dsn"},
+        {"watched with": "vigia-exporter --connect-url"},
+    ]
+
+
 def test_a_connector_that_says_running_and_moves_nothing_is_red_with_its_cause() -> None:
     """Issue 23: REST RUNNING (recorded healthy), the flow stalled: the hop names the connector
     and the cause, and the table says since when rows wait."""

@@ -46,6 +46,16 @@ def test_no_data_is_said_as_such() -> None:
     ctx = PageContext(fetched=fetched, window=Window(0, 3600, 15), now=3600)
     text = str(promises.build(ctx))
     assert "not a perfect score" in text and "slo-ingest-freshness-nodata" in text
+    assert "In the demo" not in text
+
+
+def test_the_demo_says_why_its_deadline_promise_has_no_data() -> None:
+    fetched = Fetched(instant={}, ranged={})
+    ctx = PageContext(fetched=fetched, window=Window(0, 3600, 15), now=3600, demo=True)
+    deadline = str(promises.headline(promises.current()[1], None, demo=True))
+    assert "In the demo: a day is judged at its next morning's deadline" in deadline
+    # Freshness is judged within minutes: the demo adds nothing to its no-data line.
+    assert str(promises.build(ctx)).count("In the demo") == 1
 
 
 def test_objectives_are_settings_with_defaults() -> None:

@@ -205,10 +205,20 @@ def test_a_cluster_without_some_apis_says_not_available_where_their_data_would_b
     assert [r.error for r in rows] == ["not available on this cluster (DescribeLogDirs)"] * 3
     volumes = brokers.volume_figure(rows)
     assert "not available on this cluster" in json.dumps(volumes)
+    (line,) = brokers.disk_section(lacking, Filters())
+    assert line.children.startswith("not available on this cluster (DescribeLogDirs): each log")
     assert "not available on this cluster" in json.dumps(topics.treemap_figure((), True))
+    unknown = tuple(replace(t, min_insync_replicas=None) for t in lacking.topics)
+    lacking = replace(lacking, topics=unknown)  # without DescribeConfigs, no topic's is known
     light = next(x for x in overview.cluster_lights(lacking) if x.key == "under_min_isr")
     assert (light.status, light.value) == ("grey", "n/a")
     assert light.detail.startswith("not available on this cluster (DescribeConfigs")
+    # The exporter's --assumed-topic-config gives every topic its min.insync.replicas.
+    assumed = replace(
+        lacking, topics=tuple(replace(t, min_insync_replicas=1) for t in lacking.topics)
+    )
+    light = next(x for x in overview.cluster_lights(assumed) if x.key == "under_min_isr")
+    assert (light.status, light.value) == ("green", "0")
     # No quorum to ask and no controller in the metadata (the mock): unknown, not missing.
     nameless = replace(_lacking("healthy", "describe_quorum"), controller_id=None)
     light = next(x for x in overview.cluster_lights(nameless) if x.key == "controller")
@@ -488,6 +498,31 @@ def test_capacity_page_growth_from_prometheus() -> None:
     assert [r[0] for r in rows] == ["1", "2", "3"]
     growth = {s.labels["broker"]: s.value for s in ctx.instant("growth")}  # type: ignore[union-attr]
     assert all(v is not None and v > 0 for v in growth.values())  # the recordings only grow
+
+
+def test_capacity_panels_of_a_cluster_without_the_apis_say_which_api_they_need() -> None:
+    """The demo's mock cluster: no DescribeLogDirs, DescribeConfigs or JMX agent."""
+    ctx = recorded_context("/capacity")
+    lacking = _lacking("rebalanced", "describe_log_dirs", "describe_configs")
+    # Without DescribeConfigs no topic has a retention the outage budget could read.
+    unlimited = tuple(replace(t, outage_budget_seconds=None) for t in lacking.topics)
+    lacking = replace(lacking, topics=unlimited)
+    raw = {**ctx.fetched.cluster, "capabilities": lacking.capabilities}  # type: ignore[dict-item]
+    empty = {"disk_used": [], "bytes_in": [], "bytes_out": []}
+    ctx = replace(
+        ctx,
+        cluster=lacking,
+        fetched=replace(ctx.fetched, cluster=raw, ranged={**ctx.fetched.ranged, **empty}),
+    )
+    page = " ".join(texts(capacity.build(ctx)))
+    assert "not available on this cluster (DescribeLogDirs): each broker's Kafka data" in page
+    assert "not available on this cluster (DescribeConfigs): each topic's retention.ms" in page
+    assert find(capacity.build(ctx), "disk-outlook-table") is None  # not a table of "–"
+    figures = json.dumps(
+        [find(capacity.build(ctx), f"fig-capacity-{f}").figure for f in ("disk-used", "bytes")]
+    )
+    assert "no data<br>not available on this cluster (DescribeLogDirs)" in figures
+    assert "no data<br>needs the brokers' JMX agent (vigia-stack --jmx-target)" in figures
 
 
 def test_sizing_prefill_from_the_live_topology() -> None:

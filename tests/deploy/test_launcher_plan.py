@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.deploy.compose import REPO, raw
+from vigia.exporter.probe.runner import DEFAULT_TOPIC as PROBE_TOPIC
 from vigia.launcher import cli, demo, packages, plan, spark_cluster, supervisor
 from vigia.launcher.prometheus_config import (
     BROKER_HOST,
@@ -422,8 +423,9 @@ def test_demo_dry_run_links_alerts_to_its_dash_app_and_notifies_its_receiver(
 
 
 def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(demo, "hes_missing", lambda: "sudo apt-get install -y mariadb-server")
     argv = ["--demo", "--dry-run", "--run-dir", str(tmp_path)]
     assert cli.main([*argv, "--prometheus-binary", "", "--alertmanager-binary", ""]) == 0
     procfile = (tmp_path / "Procfile").read_text()
@@ -433,9 +435,34 @@ def test_demo_without_prometheus_and_alertmanager_says_how_to_install_them(
         "simulator",
         "dashboard",
     ]
-    (warning,) = [r.getMessage() for r in caplog.records if "apt-get" in r.getMessage()]
+    hes, warning = [r.getMessage() for r in caplog.records if "apt-get" in r.getMessage()]
     assert "`sudo apt-get install -y prometheus prometheus-alertmanager`" in warning
     assert warning.endswith("without prometheus, alertmanager, heartbeat, receiver")
+    assert hes == (
+        "not installed: MariaDB; `sudo apt-get install -y mariadb-server` adds the demo's HES "
+        "database"
+    )
+    assert "--hes-dsn" not in procfile
+
+
+def test_the_demo_with_mariadb_writes_the_readings_into_its_hes_too_and_watches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo, "hes_missing", lambda: None)
+    assert cli.main(["--demo", "--dry-run", "--run-dir", str(tmp_path)]) == 0
+    lines = (tmp_path / "Procfile").read_text().splitlines()
+    commands = {line.split(":")[0]: line.split("--", 1)[1] for line in lines}
+    assert list(commands)[2:4] == ["simulator", "simulator-hes"]
+    hes = tmp_path / "data" / "hes"
+    # The same traffic as the Kafka simulator's, into the HES, by the writer; no password shows.
+    kafka_traffic = commands["simulator"].split(" outage ")[1].split(" --bootstrap-servers")[0]
+    assert (
+        f" outage {kafka_traffic} --sink hes --hes-dsn-file {hes / 'writer.dsn'} "
+        in (commands["simulator-hes"])
+    )
+    for reader in ("exporter", "ingest"):
+        assert f"--hes-dsn-file {hes / 'reader.dsn'}" in commands[reader], reader
+    assert "--hes-dsn-file" not in commands["dashboard"]
 
 
 @pytest.mark.parametrize(
@@ -615,3 +642,24 @@ def test_the_rendered_alertmanager_sends_the_heartbeat_to_the_heartbeat_componen
     run = tmp_path / "no-alertmanager"
     assert cli.main([*argv, "--run-dir", str(run), "--without", "alertmanager"]) == 0
     assert "heartbeat:" not in (run / "Procfile").read_text()
+
+
+def test_the_demo_gives_its_topic_a_retention_and_keeps_its_console_short(tmp_path: Path) -> None:
+    assert cli.main(["--demo", "--dry-run", "--run-dir", str(tmp_path)]) == 0
+    lines = (tmp_path / "Procfile").read_text().splitlines()
+    commands = {line.split(":")[0]: line for line in lines}
+    # The mock answers no DescribeConfigs, and the demo has no Kafka Connect offsets to read.
+    assumed = (
+        "--assumed-topic-config measure:retention.ms=604800000,measure:min.insync.replicas=1,"
+        "vigia-probe:retention.ms=604800000,vigia-probe:min.insync.replicas=1 "
+        "--connect-offsets-topic= "
+    )
+    assert assumed in commands["exporter"]
+    assert f"{PROBE_TOPIC}:min.insync.replicas=1" in commands["exporter"]  # the probe's topic
+    for name in ("prometheus", "alertmanager"):
+        assert "--log.level=warn" in commands[name], name
+    assert "SPARK_LOCAL_IP=127.0.0.1" in commands["ingest"]
+    real_argv = ["--dry-run", "--bootstrap-servers", "b:9092", "--run-dir", str(tmp_path / "r")]
+    assert cli.main(real_argv) == 0
+    real = (tmp_path / "r" / "Procfile").read_text()
+    assert "--assumed-topic-config" not in real and "--log.level" not in real

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import MockCluster, free_port
 from tests.scripts import console_script
 from vigia.ingest.schema import MAGNITUDES, REASONS
-from vigia.ingest.simulator.cli import main
+from vigia.ingest.simulator.cli import main, parse_args
 from vigia.ingest.simulator.generator import generate_day
 
 DAY = dt.date(2026, 11, 20)
@@ -37,6 +37,8 @@ DAY = dt.date(2026, 11, 20)
         (["backfill", "--kafka-option", "acks"], {}, "KEY=VALUE"),
         (["backfill", "--manifest", "/nowhere/at/all/m.json"], {}, "does not exist"),
         (["rewind"], {}, "invalid choice"),
+        (["live", "--sink", "hes", "--hes-dsn-file", "/nowhere/dsn"], {}, "--hes-dsn-file"),
+        (["live", "--sink", "hes"], {"VIGIA_HES_DSN_FILE": "/nowhere/dsn"}, "cannot read"),
         ([], {}, "required"),
     ],
 )
@@ -53,6 +55,16 @@ def test_invalid_configuration_exits_2_with_one_line(
         assert main(argv) == 2
     (record,) = caplog.records
     assert message in record.getMessage() and "\n" not in record.getMessage()
+
+
+def test_the_hes_dsn_comes_from_a_file_unless_given_itself(tmp_path: Path) -> None:
+    dsn_file = tmp_path / "writer.dsn"
+    dsn_file.write_text("mysql://hes_writer:secret@127.0.0.1:3306/hes\n")
+    args = parse_args(["live", "--sink", "hes", "--hes-dsn-file", str(dsn_file)])
+    assert (args.hes.user, args.hes.password, args.hes.port) == ("hes_writer", "secret", 3306)
+    given = "mysql://other:pw@127.0.0.1:3307/hes"
+    args = parse_args(["live", "--hes-dsn", given, "--hes-dsn-file", str(dsn_file)])
+    assert args.hes.user == "other"
 
 
 def test_an_unreachable_cluster_fails_fast_with_one_line(caplog: pytest.LogCaptureFixture) -> None:
