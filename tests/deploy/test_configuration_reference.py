@@ -31,6 +31,7 @@ OUTSIDE_TOOLS = {
     "adduser": {"--system", "--group", "--home", "--no-create-home"},
     "spark-submit": {"--packages", "--driver-java-options"},
     "hadoop classpath": {"--glob"},
+    "pytest": {"--dist"},
 }  # fmt: skip
 # Metric rows of docs/metrics.md name the flags of the program that serves the metric.
 METRIC_ROW = re.compile(r"^\| `((?:vigia|kafka)_[a-z_]+)`", re.M)
