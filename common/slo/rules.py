@@ -41,10 +41,35 @@ PAGE_FOR = "2m"
 TICKET_FOR = "15m"
 # The long windows read days of samples per evaluation: once a minute is enough for a budget.
 LONG_INTERVAL = "1m"
+# The windows, `for` durations and interval above are tuned for a 28-day SLO; an SLO of another
+# window gets them in proportion (as Pyrra does), so a drill SLO of one day burns in minutes.
+BASE_WINDOW = "28d"
 ABSENT_FOR = "1h"
 CONSOLE = "{{ $externalLabels.vigia_console_url }}"
 DASHBOARD = "/ingest"
 ABSENT_ALERT = "SloSliAbsent"
+
+
+_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+_SECONDS = {"w": 604800, **dict(_UNITS)}
+
+
+def seconds(duration: str) -> int:
+    """A single-unit Prometheus duration (5m, 28d) in seconds."""
+    return int(duration[:-1]) * _SECONDS[duration[-1]]
+
+
+def duration(total: int) -> str:
+    """Seconds as a Prometheus duration in the largest unit that divides them."""
+    return next(f"{total // size}{unit}" for unit, size in _UNITS if total % size == 0)
+
+
+def scaled(base: str, window: str) -> str:
+    """`base`, tuned for a 28-day SLO, in proportion to an SLO `window`: itself for 28 days,
+    never under a second."""
+    share = Decimal(seconds(window)) / seconds(BASE_WINDOW)
+    exact = Decimal(seconds(base)) * share
+    return duration(max(1, int(exact.to_integral_value())))
 
 
 def _number(value: Decimal) -> str:
@@ -71,8 +96,8 @@ def _record(name: str, expr: str, slo: Slo) -> dict[str, Any]:
 
 
 def recording_groups(slo: Slo) -> list[RuleGroup]:
-    short = [w for w in WINDOWS if w.endswith(("m", "h"))]
-    long = [w for w in WINDOWS if w not in short]
+    short = [scaled(w, slo.window) for w in WINDOWS if w.endswith(("m", "h"))]
+    long = [scaled(w, slo.window) for w in WINDOWS if not w.endswith(("m", "h"))]
     budget = _number(slo.budget)
     return [
         {
@@ -81,7 +106,7 @@ def recording_groups(slo: Slo) -> list[RuleGroup]:
         },
         {
             "name": f"vigia-slo-{slo.name}-long",
-            "interval": LONG_INTERVAL,
+            "interval": scaled(LONG_INTERVAL, slo.window),
             "rules": [
                 *(_record(ratio_name(w), error_ratio(slo, w), slo) for w in (*long, slo.window)),
                 # From the counters again, not from the ratio above: promtool backfills rules
@@ -101,16 +126,22 @@ def burn_expr(slo: Slo, pairs: tuple[BurnAlert, ...]) -> str:
     budget = _number(slo.budget)
     selector = f'{{slo="{slo.name}"}}'
     parts = [
-        f"(\n  {ratio_name(p.long)}{selector} / {budget} > {_number(p.factor)}\n"
+        f"(\n  {ratio_name(long)}{selector} / {budget} > {factor}\n"
         f"  and on (cluster, slo)\n"
-        f"  {ratio_name(p.short)}{selector} / {budget} > {_number(p.factor)}\n)"
-        for p in pairs
+        f"  {ratio_name(short)}{selector} / {budget} > {factor}\n)"
+        for long, short, factor in (
+            (scaled(p.long, slo.window), scaled(p.short, slo.window), _number(p.factor))
+            for p in pairs
+        )
     ]
     return "\nor\n".join(parts)
 
 
-def _pairs(pairs: tuple[BurnAlert, ...]) -> str:
-    return " or ".join(f"{_number(p.factor)}× over {p.long} and {p.short}" for p in pairs)
+def _pairs(slo: Slo, pairs: tuple[BurnAlert, ...]) -> str:
+    return " or ".join(
+        f"{_number(p.factor)}× over {scaled(p.long, slo.window)} and {scaled(p.short, slo.window)}"
+        for p in pairs
+    )
 
 
 def _annotations(alert: str, summary: str, description: str) -> dict[str, str]:
@@ -129,7 +160,7 @@ def burn_alert(slo: Slo, page: bool) -> dict[str, Any]:
     return {
         "alert": alert,
         "expr": burn_expr(slo, pairs),
-        "for": PAGE_FOR if page else TICKET_FOR,
+        "for": scaled(PAGE_FOR if page else TICKET_FOR, slo.window),
         "labels": {
             "product": "vigia",
             "severity": "critical" if page else "warning",
@@ -142,7 +173,8 @@ def burn_alert(slo: Slo, page: bool) -> dict[str, Any]:
             "{{ $value | humanize }}× ({{ $labels.cluster }})",
             f"SLO {slo.name} ({slo.display_name}) in cluster {{{{ $labels.cluster }}}}: objective"
             f" {_number(slo.target * 100)} % over {slo.window}; the budget is being spent "
-            f"{{{{ $value | humanize }}}} times as fast as the window allows ({_pairs(pairs)}). "
+            f"{{{{ $value | humanize }}}} times as fast as the window allows "
+            f"({_pairs(slo, pairs)}). "
             f"Budget left: "
             f'{{{{ with printf `{BUDGET_REMAINING}{{cluster="%s",slo="{slo.name}"}}` '
             "$labels.cluster | query }}{{ . | first | value | humanizePercentage }}"

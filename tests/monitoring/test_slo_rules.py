@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from vigia.common.slo import cli
-from vigia.common.slo.rules import PAGE, TICKET, WINDOWS, rule_groups
+from vigia.common.slo.rules import PAGE, TICKET, WINDOWS, rule_groups, scaled
 from vigia.common.slo.spec import SpecError, parse
 
 DOCS = list(yaml.safe_load_all(cli.SPEC.read_text(encoding="utf-8")))
@@ -100,3 +100,41 @@ def test_an_unreadable_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     missing = tmp_path / "none.yml"
     assert cli.main(["--spec", str(missing), "--rules", str(tmp_path / "out.yml")]) == 2
     assert not (tmp_path / "out.yml").exists()
+
+
+DRILL = Path(__file__).resolve().parents[1] / "integration" / "slo_drill.yml"
+
+
+@pytest.mark.parametrize(
+    ("base", "window", "expected"),
+    [
+        ("5m", "28d", "5m"), ("3d", "28d", "3d"), ("2m", "28d", "2m"),
+        ("5m", "1d", "11s"), ("30m", "1d", "64s"), ("1h", "1d", "129s"), ("2h", "1d", "257s"),
+        ("6h", "1d", "771s"), ("1d", "1d", "3086s"), ("3d", "1d", "9257s"),
+        ("2m", "1d", "4s"), ("15m", "1d", "32s"), ("1m", "1d", "2s"),
+        ("5m", "56d", "10m"), ("1m", "1h", "1s"), ("1d", "4w", "1d"),
+    ],
+)  # fmt: skip
+def test_windows_scale_with_the_slo_window(base: str, window: str, expected: str) -> None:
+    assert scaled(base, window) == expected
+
+
+def test_a_drill_slo_gets_every_window_and_for_in_proportion() -> None:
+    (slo,) = parse(yaml.safe_load_all(DRILL.read_text(encoding="utf-8")))
+    assert (slo.window, 'le=~"60' in slo.good) == ("1d", True)
+    groups = rule_groups([slo])
+    recorded = {r["record"] for g in groups for r in g["rules"] if "record" in r}
+    assert recorded == {
+        *(f"slo:sli_error:ratio_rate{w}" for w in ("11s", "64s", "129s", "257s", "771s")),
+        *(f"slo:sli_error:ratio_rate{w}" for w in ("3086s", "9257s", "1d")),
+        "slo:error_budget_remaining:ratio",
+    }
+    assert groups[1]["interval"] == "2s"
+    burns = {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
+    fast, slow = burns["DrillFreshnessFastBurn"], burns["DrillFreshnessSlowBurn"]
+    assert (fast["for"], slow["for"]) == ("4s", "32s")
+    for window in ("129s", "11s", "771s", "64s"):
+        assert f"ratio_rate{window}{{" in fast["expr"]
+    for window in ("3086s", "257s", "9257s", "771s"):
+        assert f"ratio_rate{window}{{" in slow["expr"]
+    assert "14.4× over 129s and 11s" in fast["annotations"]["description"]
