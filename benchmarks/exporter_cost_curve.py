@@ -57,6 +57,7 @@ from tqdm import tqdm
 
 from benchmarks.exporter_collect_real import fill, produce
 from benchmarks.exporter_restarts import PARTITIONS, seed
+from benchmarks.side_by_side_stats import stat_cpu_seconds
 from tests.conftest import free_port
 from tests.exporter.exposition import samples, value
 from tests.realstack.exporters import (
@@ -92,9 +93,7 @@ def cpu_seconds(pid: int, task: int | None = None) -> float:
     """utime + stime of the process (or of one of its threads)."""
     path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
     with open(path) as f:
-        # The command name may hold spaces: fields count from the closing parenthesis.
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+        return stat_cpu_seconds(f.read(), CLOCK_TICK)
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
@@ -153,38 +152,51 @@ def build_base(bootstrap: str, partitions: int, messages: int) -> list[str]:
             # Seen on the saturated shared machine right after the base was created: the live
             # producer writes into every partition anyway, so the run goes on.
             log.warning("the topic base's first messages: %s; going on without them", exc)
-    create_topic(bootstrap, GROUP_TOPIC, GROUP_TOPIC_PARTITIONS, replication=3)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for partition, n in itertools.product(range(GROUP_TOPIC_PARTITIONS), range(BACKLOG)):
-        producer.produce(GROUP_TOPIC, value=b'{"n": %d}' % n, partition=partition)
-        producer.poll(0)
-    if producer.flush(120):
-        raise RuntimeError(f"the backlog of {GROUP_TOPIC} could not be written in 2 minutes")
+    group_topic_with_backlog(bootstrap, GROUP_TOPIC, GROUP_TOPIC_PARTITIONS)
     return topics
 
 
-def add_groups(bootstrap: str, start: int, stop: int) -> None:
-    """Groups start…stop-1, each committed on every partition of `orders` at an offset of its own
+def group_topic_with_backlog(bootstrap: str, topic: str, partitions: int) -> None:
+    """The topic the groups commit on (RF 3), BACKLOG messages in each partition."""
+    create_topic(bootstrap, topic, partitions, replication=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for partition, n in itertools.product(range(partitions), range(BACKLOG)):
+        producer.produce(topic, value=b'{"n": %d}' % n, partition=partition)
+        producer.poll(0)
+    if producer.flush(120):
+        raise RuntimeError(f"the backlog of {topic} could not be written in 2 minutes")
+
+
+def add_groups(
+    bootstrap: str,
+    start: int,
+    stop: int,
+    name: Callable[[int], str] = group_id,
+    topic: str = GROUP_TOPIC,
+    partitions: int = GROUP_TOPIC_PARTITIONS,
+) -> None:
+    """Groups start…stop-1, each committed on every partition of `topic` at an offset of its own
     (1 to 100) behind the backlog: varied offsets, so that reading record times has work too."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     numbers = range(start, stop)
+    # The same number of committed partitions per call, whatever the groups' shape.
+    step = max(1, COMMIT_CHUNK * GROUP_TOPIC_PARTITIONS // partitions)
     with tqdm(total=len(numbers), desc="committing groups", unit="group") as bar:
-        for chunk in chunks(numbers, COMMIT_CHUNK):
+        for chunk in chunks(numbers, step):
             commit_groups(
                 admin,
                 {
-                    group_id(n): [
-                        TopicPartition(GROUP_TOPIC, p, 1 + n % 100)
-                        for p in range(GROUP_TOPIC_PARTITIONS)
-                    ]
+                    name(n): [TopicPartition(topic, p, 1 + n % 100) for p in range(partitions)]
                     for n in chunk
                 },
             )
             bar.update(len(chunk))
 
 
-def live_member(bootstrap: str, group: str, stop: threading.Event) -> None:
-    """A member of `group` that polls `orders` and never commits: the group is STABLE with one
+def live_member(
+    bootstrap: str, group: str, stop: threading.Event, topic: str = GROUP_TOPIC
+) -> None:
+    """A member of `group` that polls `topic` and never commits: the group is STABLE with one
     member and its committed lag stays."""
     consumer = Consumer(
         {
@@ -195,20 +207,25 @@ def live_member(bootstrap: str, group: str, stop: threading.Event) -> None:
         }
     )
     try:
-        consumer.subscribe([GROUP_TOPIC])
+        consumer.subscribe([topic])
         while not stop.is_set():
             consumer.poll(0.5)
     finally:
         consumer.close()
 
 
-def trickle(bootstrap: str, stop: threading.Event) -> None:
-    """About 10 messages a second into `orders`: the groups' lag grows and end offsets move."""
+def trickle(
+    bootstrap: str,
+    stop: threading.Event,
+    topic: str = GROUP_TOPIC,
+    partitions: int = GROUP_TOPIC_PARTITIONS,
+) -> None:
+    """About 10 messages a second into `topic`: the groups' lag grows and end offsets move."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    for partition in itertools.cycle(range(GROUP_TOPIC_PARTITIONS)):
+    for partition in itertools.cycle(range(partitions)):
         if stop.wait(0.1):
             break
-        producer.produce(GROUP_TOPIC, value=b"{}", partition=partition)
+        producer.produce(topic, value=b"{}", partition=partition)
         producer.poll(0)
     producer.flush(10)
 
@@ -496,13 +513,13 @@ def main() -> None:
         cluster.start_all()
         bootstrap = cluster.bootstrap
         topics = build_base(bootstrap, args.partitions, args.messages)
-        workers.append(_thread(produce, bootstrap, topics, stop))
-        workers.append(_thread(trickle, bootstrap, stop))
+        workers.append(start_thread(produce, bootstrap, topics, stop))
+        workers.append(start_thread(trickle, bootstrap, stop))
         made = 0
         for size in args.groups:
             add_groups(bootstrap, made, size)
             for n in range(min(made, args.live_groups), min(size, args.live_groups)):
-                workers.append(_thread(live_member, bootstrap, group_id(n), stop))
+                workers.append(start_thread(live_member, bootstrap, group_id(n), stop))
             made = size
             time.sleep(5)  # the members join before the exporters look
             log.info("%d groups (%.0f s into the run): measuring", size, time.monotonic() - began)
@@ -531,7 +548,7 @@ def _anchor(
     return measure_anchor(args.kafka_exporter, bootstrap, jmx, workdir, args.scrapes)
 
 
-def _thread(target: Callable[..., None], *args: object) -> threading.Thread:
+def start_thread(target: Callable[..., None], *args: object) -> threading.Thread:
     thread = threading.Thread(target=target, args=args, daemon=True)
     thread.start()
     return thread

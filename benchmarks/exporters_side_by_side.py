@@ -28,36 +28,36 @@ Results: docs/performance.md, "Side by side, like for like".
 from __future__ import annotations
 
 import argparse
-import itertools
 import logging
 import math
-import os
 import signal
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import httpx
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
-from tqdm import tqdm
 
 from benchmarks import side_by_side_stats as stats
 from benchmarks.exporter_collect_real import produce
 from benchmarks.exporter_cost_curve import (
-    COMMIT_CHUNK,
     GROUP_TOPIC,
     GROUP_TOPIC_PARTITIONS,
     KAFKA_EXPORTER,
+    add_groups,
     build_base,
-    chunks,
+    cpu_seconds,
+    group_topic_with_backlog,
+    live_member,
     memory_mb,
     sizes,
+    start_thread,
+    trickle,
 )
 from tests.conftest import free_port
 from tests.realstack.exporters import (
@@ -70,15 +70,11 @@ from tests.realstack.exporters import (
     series_count,
     wait_listening,
 )
-from tests.realstack.groups import commit_groups
 from tests.realstack.kafka_cluster import KafkaCluster
-from tests.realstack.topics import create_topic
 from vigia.common.logs import setup_logging
 
 log = logging.getLogger("benchmarks.exporters_side_by_side")
 
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-BACKLOG = 200  # messages per partition of a group topic before any group commits
 TOTAL_DURATION = '\nvigia_exporter_collection_duration_seconds{phase="total"} '
 VIGIA, ANCHOR = "Vigía", "kafka_exporter"
 
@@ -88,70 +84,16 @@ VIGIA, ANCHOR = "Vigía", "kafka_exporter"
 
 def group_topic(bootstrap: str, shape: int) -> str:
     """The topic the groups commit on: build_base's `orders` for 6 partitions, else one of
-    `shape` partitions (RF 3) with the same backlog."""
+    `shape` partitions with the same backlog."""
     if shape == GROUP_TOPIC_PARTITIONS:
         return GROUP_TOPIC
     topic = f"orders-{shape}"
-    create_topic(bootstrap, topic, shape, replication=3)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for partition, n in itertools.product(range(shape), range(BACKLOG)):
-        producer.produce(topic, value=b'{"n": %d}' % n, partition=partition)
-        producer.poll(0)
-    if producer.flush(120):
-        raise RuntimeError(f"the backlog of {topic} could not be written in 2 minutes")
+    group_topic_with_backlog(bootstrap, topic, shape)
     return topic
 
 
 def group_id(shape: int, n: int) -> str:
     return f"side-{shape}p-{n:05d}"
-
-
-def add_groups(bootstrap: str, topic: str, shape: int, start: int, stop: int) -> None:
-    """Groups start…stop-1, each committed on every partition of `topic` at an offset of its own
-    (1 to 100) behind the backlog."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    numbers = range(start, stop)
-    with tqdm(total=len(numbers), desc="committing groups", unit="group") as bar:
-        for chunk in chunks(numbers, max(1, COMMIT_CHUNK * 6 // shape)):
-            commit_groups(
-                admin,
-                {
-                    group_id(shape, n): [
-                        TopicPartition(topic, p, 1 + n % 100) for p in range(shape)
-                    ]
-                    for n in chunk
-                },
-            )
-            bar.update(len(chunk))
-
-
-def live_member(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
-    """A member that polls and never commits: the group is STABLE and its lag stays."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        consumer.subscribe([topic])
-        while not stop.is_set():
-            consumer.poll(0.5)
-    finally:
-        consumer.close()
-
-
-def trickle(bootstrap: str, topic: str, partitions: int, stop: threading.Event) -> None:
-    """About 10 messages a second round the group topic: lag grows and end offsets move."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    for partition in itertools.cycle(range(partitions)):
-        if stop.wait(0.1):
-            break
-        producer.produce(topic, value=b"{}", partition=partition)
-        producer.poll(0)
-    producer.flush(10)
 
 
 # -- scraping as Prometheus does ------------------------------------------------------------------
@@ -239,11 +181,6 @@ class Window:
     peak_rss_mb: float
     series: int
     overrunning: bool
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        return stats.stat_cpu_seconds(f.read(), CLOCK_TICK)
 
 
 def judge(
@@ -420,14 +357,14 @@ def main() -> None:
         bootstrap = cluster.bootstrap
         topics = build_base(bootstrap, args.partitions, args.messages)
         topic = group_topic(bootstrap, args.shape)
-        workers.append(_thread(produce, bootstrap, topics, stop))
-        workers.append(_thread(trickle, bootstrap, topic, args.shape, stop))
+        workers.append(start_thread(produce, bootstrap, topics, stop))
+        workers.append(start_thread(trickle, bootstrap, stop, topic, args.shape))
         made = 0
         for size in args.groups:
-            add_groups(bootstrap, topic, args.shape, made, size)
+            add_groups(bootstrap, made, size, partial(group_id, args.shape), topic, args.shape)
             for n in range(min(made, args.live_groups), min(size, args.live_groups)):
                 group = group_id(args.shape, n)
-                workers.append(_thread(live_member, bootstrap, topic, group, stop))
+                workers.append(start_thread(live_member, bootstrap, group, stop, topic))
             made = size
             log.info("%d groups of %d partitions: measuring", size, args.shape)
             reps = measure(args.kafka_exporter, bootstrap, workdir, args.window, args.repetitions)
@@ -437,12 +374,6 @@ def main() -> None:
         for worker in workers:
             worker.join(30)
         cluster.close()
-
-
-def _thread(target: Callable[..., None], *args: object) -> threading.Thread:
-    thread = threading.Thread(target=target, args=args, daemon=True)
-    thread.start()
-    return thread
 
 
 if __name__ == "__main__":

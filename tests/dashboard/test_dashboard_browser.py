@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser import CHROMEDRIVER, CHROMIUM, start_chromium
 from tests.dashboard.backends import (
     BackfilledPrometheus,
     ClusterJsonServer,
@@ -42,8 +42,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:HTTPResponse.getheader:DeprecationWarning"),
 ]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 SCREENSHOTS = Path(
     os.environ.get(
         "VIGIA_DASHBOARD_SCREENSHOTS",
@@ -67,8 +65,6 @@ _missing = [
 if _missing:
     pytest.skip(f"browser suite needs {', '.join(_missing)} on PATH", allow_module_level=True)
 
-from selenium import webdriver  # noqa: E402 — only importable where the suite can run
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -111,23 +107,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def browser(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"), 1400, log_console=True)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "failure.png").unlink(missing_ok=True)
     try:

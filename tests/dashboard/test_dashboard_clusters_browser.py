@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +36,7 @@ from tests.dashboard.test_dashboard_browser import (  # the module skips when Ch
 from tests.realstack.exporters import exporter_argv, running, wait_listening
 from tests.realstack.kafka_cluster import KafkaCluster
 from tests.realstack.plugin import KAFKA_HOME_ENV, NO_KAFKA
-from tests.servers import Server, start_prometheus
+from tests.servers import Server, start_prometheus, wait_until
 from vigia.dashboard.clusters import ClusterTarget
 from vigia.dashboard.config import DashboardConfig
 from vigia.dashboard.data import scalar
@@ -171,17 +171,6 @@ def _fire(url: str, name: str, cluster: str) -> None:
     httpx.post(f"{url}/api/v2/alerts", json=[alert], timeout=5).raise_for_status()
 
 
-def _until(check: Callable[[], Any], what: str, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"{what} not seen within {timeout:g} s (last: {last!r})")
-
-
 def _page_text(driver: Any) -> str:
     return str(driver.execute_script("return document.getElementById('page-body').innerText"))
 
@@ -208,7 +197,9 @@ def test_each_cluster_shows_its_own_topics_series_and_alerts(
     for target in config.targets:
         scoped = sources.scoped(target)
         expected = float(TOPICS[target.name][1])
-        _until(lambda s=scoped, e=expected: scalar(s.instant(query)) == e, f"{target.name} sum", 60)
+        wait_until(
+            lambda s=scoped, e=expected: scalar(s.instant(query)) == e, 60, f"{target.name} sum"
+        )
     sources.close()
 
     for name, url in clusters.exporters.items():  # each exporter says which cluster it watches
@@ -240,7 +231,7 @@ def test_an_outage_in_one_cluster_is_attributed_to_it(
     def exporter_up(name: str) -> bool:
         return bool(httpx.get(f"{clusters.exporters[name]}/api/v1/cluster", timeout=5).json()["up"])
 
-    _until(lambda: not exporter_up("dr"), "dr's exporter reporting the outage", 60)
+    wait_until(lambda: not exporter_up("dr"), 60, "dr's exporter reporting the outage")
     assert exporter_up("prod")
     open_page(browser, stack, "/?cluster=dr")
     down = wait_for(

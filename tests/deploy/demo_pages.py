@@ -8,23 +8,19 @@ figure is "–". Each is listed as "card title: text", so a failure names what b
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from tests.browser import CHROMEDRIVER, CHROMIUM, start_chromium
 from vigia.dashboard.pages import PAGES
 
 __all__ = ["By", "WebDriver", "chromium", "empty_states", "open_page", "walk"]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 MISSING_BROWSER = [n for n, p in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)) if not p]
 PAGE_DEADLINE_SECONDS = 60.0  # a page is drawn in seconds; a loaded machine takes longer
 
@@ -69,22 +65,7 @@ _DRAWN = (
 
 @contextmanager
 def chromium(profile: Path) -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = start_chromium(profile, 1280)
     try:
         yield driver
     finally:
