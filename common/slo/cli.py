@@ -28,7 +28,16 @@ def load(spec: Path) -> list[Slo]:
 
 def generate(spec: Path) -> str:
     """The rule file's text for the SLO file at `spec`."""
-    return render(rule_groups(load(spec)))
+    return render(rule_groups(load(spec)), source_name(spec))
+
+
+def source_name(spec: Path) -> str:
+    """The SLO file as the rule file's header names it: its path in the repository (the same
+    on every checkout), else as given."""
+    try:
+        return spec.resolve().relative_to(PROMETHEUS_DIR.parent).as_posix()
+    except ValueError:
+        return str(spec)
 
 
 def build_parser() -> argparse.ArgumentParser:

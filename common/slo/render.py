@@ -9,7 +9,7 @@ import yaml
 from vigia.common.slo.rules import RuleGroup
 
 HEADER = """\
-# GENERATED from prometheus/slo/slos.yml by `vigia-slo` (docs/slo.md): do not edit by hand,
+# GENERATED from {source} by `vigia-slo` (docs/slo.md): do not edit by hand,
 # tests/monitoring fails on a file that is not the generator's output. Error ratios per SLO over
 # the burn-rate windows and the SLO's window, the budget left, and multi-window multi-burn-rate
 # alerts (severity=critical pages, severity=warning opens a ticket).
@@ -28,9 +28,10 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
-def render(groups: list[RuleGroup]) -> str:
+def render(groups: list[RuleGroup], source: str) -> str:
+    """The rule file for ``groups``, its header naming ``source``, the SLO file they came from."""
     body: Any = {"groups": groups}
     text: str = yaml.dump(
         body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000, indent=2
     )
-    return HEADER + text
+    return HEADER.format(source=source) + text

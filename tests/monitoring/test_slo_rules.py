@@ -31,6 +31,13 @@ def test_check_fails_on_a_hand_edit(tmp_path: Path) -> None:
     assert cli.main(["--check", "--rules", str(edited)]) == 0
 
 
+def test_the_header_names_the_slo_file_the_rules_came_from(tmp_path: Path) -> None:
+    mine = tmp_path / "my-slos.yml"
+    mine.write_text(cli.SPEC.read_text(encoding="utf-8"))
+    assert cli.generate(cli.SPEC).startswith("# GENERATED from prometheus/slo/slos.yml by")
+    assert cli.generate(mine).startswith(f"# GENERATED from {mine} by")
+
+
 def test_the_defaults_are_the_promises() -> None:
     slos = {s.name: s for s in parse(DOCS)}
     assert {n: (str(s.target), s.window) for n, s in slos.items()} == {
