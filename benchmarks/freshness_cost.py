@@ -1,34 +1,73 @@
-"""What the freshness histogram adds to a batch: the write's observation with and without
-`ingest.freshness.freshness_exprs`, over the same cached rows, alternated so both see the same
-load; CPU seconds of this process tree (the JVM included), steadier than wall time on a shared
-machine. Compare the difference with the whole BatchWriter's CPU (ingest_throughput.py --only
-phases) for the share of a batch.
+"""What the freshness histogram adds to a batch: the write's observation three ways, over the
+same cached rows, alternated so all see the same load; CPU seconds of this process tree (the JVM
+included), steadier than wall time on a shared machine.
 
-    python benchmarks/freshness_cost.py --rows 1000000 --rounds 5
+- before the SLI: the stored rows and a count per day of the window, an aggregate each;
+- days packed: the same counts packed (`ingest.packed_counts`), without freshness;
+- the job's: `ingest.stored_observation` as the job runs it (days and freshness packed for a
+  batch of --rows, the age sums).
+
+The job's less "before the SLI" is what the histogram costs a batch; the job's less "days packed"
+    print(f"  the freshness's own part: {job - days_only:+.3f} CPU s")
+(ingest_throughput.py --only phases) for the share of a batch.
+
+    python -m benchmarks.freshness_cost --rows 1000000 --rounds 9
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import statistics
+from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
+from tqdm import tqdm
 
 from benchmarks.ingest_throughput import cpu_seconds
 from vigia.ingest.config import IngestConfig
-from vigia.ingest.freshness import freshness_exprs
 from vigia.ingest.job import build_spark
 from vigia.ingest.metrics import day_window
+from vigia.ingest.packed_counts import Packing
+from vigia.ingest.stored_observation import StoredObservation
 
 
-def observed_write(frame: DataFrame, exprs: list[Column], name: str) -> float:
-    from pyspark.sql import Observation
-
+def noop_write(frame: DataFrame) -> float:
     before = cpu_seconds()
-    frame.observe(Observation(name), *exprs).write.format("noop").mode("overwrite").save()
+    frame.write.format("noop").mode("overwrite").save()
     return cpu_seconds() - before
+
+
+def counted_per_day(rows: DataFrame, days: list[dt.date]) -> DataFrame:
+    return rows.observe(
+        Observation(),
+        F.count(F.lit(1)).alias("rows"),
+        *(F.count_if(F.col("measure_date") == F.lit(d)).alias(d.isoformat()) for d in days),
+    )
+
+
+def packed_per_day(rows: DataFrame, days: list[dt.date], bound: int) -> DataFrame:
+    packing = Packing.for_rows("day", len(days) + 1, bound)
+    offset = F.datediff(F.col("measure_date"), F.lit(days[0]))
+    cell = F.when((offset >= 0) & (offset < len(days)), offset).otherwise(len(days))
+    cells = rows.withColumn("_day", cell)
+    observed = cells.withColumns(packing.project(F.col("_day"))).observe(
+        Observation(), *packing.aggregates()
+    )
+    return observed.drop("_day", *packing.columns)
+
+
+def the_jobs(rows: DataFrame, days: list[dt.date], bound: int) -> DataFrame:
+    return StoredObservation.for_batch(days, bound).observe(
+        rows,
+        Observation(),
+        measure_date=F.col("measure_date"),
+        stored_at=F.col("ingested_at"),
+        ts=F.col("ts"),
+        snapshot_read=F.col("snapshot_read"),
+    )
 
 
 def main() -> None:
@@ -52,22 +91,25 @@ def main() -> None:
         .persist()
     )
     rows.count()
-    base = [
-        F.count(F.lit(1)).alias("rows"),
-        *(F.count_if(F.col("measure_date") == F.lit(d)).alias(d.isoformat()) for d in days),
-    ]
-    more = base + freshness_exprs(F.col("ingested_at"), F.col("ts"), F.col("snapshot_read"))
-    observed_write(rows, base, "warm-base")
-    observed_write(rows, more, "warm-more")
-    without, with_ = [], []
-    for i in range(args.rounds):
-        without.append(observed_write(rows, base, f"base-{i}"))
-        with_.append(observed_write(rows, more, f"more-{i}"))
-    print(f"{args.rows:,} rows, {args.rounds} rounds, CPU s per pass (median, min–max):")
-    for name, values in (("day counts", without), ("day counts + freshness", with_)):
-        spread = f"{min(values):.3f}–{max(values):.3f}"
-        print(f"  {name:<24} {statistics.median(values):.3f}  ({spread})")
-    print(f"  freshness adds {statistics.median(with_) - statistics.median(without):.3f} CPU s")
+    ways: dict[str, Callable[[], DataFrame]] = {
+        "before the SLI": lambda: counted_per_day(rows, days),
+        "days packed": lambda: packed_per_day(rows, days, args.rows),
+        "the job's": lambda: the_jobs(rows, days, args.rows),
+    }
+    cpu: dict[str, list[float]] = {name: [] for name in ways}
+    for way in ways.values():
+        noop_write(way())
+    for _ in tqdm(range(args.rounds), desc="rounds"):
+        for name, way in ways.items():
+            cpu[name].append(noop_write(way()))
+    load = os.getloadavg()[0]
+    print(f"{args.rows:,} rows, {args.rounds} rounds, load {load:.1f}; CPU s per pass:")
+    median = {name: statistics.median(values) for name, values in cpu.items()}
+    for name, values in cpu.items():
+        print(f"  {name:<16} {median[name]:.3f}  ({min(values):.3f}–{max(values):.3f})")
+    job, before, days_only = median["the job's"], median["before the SLI"], median["days packed"]
+    print(f"  the histogram's cost: {job - before:+.3f} CPU s")
+    print(f"  the freshness's own part: {job - days_only:+.3f} CPU s")
     spark.stop()
 
 

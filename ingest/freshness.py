@@ -1,16 +1,16 @@
 """The freshness SLI: how long each stored measure took from the HES to Parquet, as a histogram.
 
 A measure's age is the seconds from its own ``ts`` (when the HES wrote the row) to the moment its
-batch stored it: the batch's ``ingested_at`` stamp, which every stored row carries, so an age can be
-recomputed from storage. The job stamps a batch once its messages are parsed and cached, before the
-dedupe and the write; the batch commits a few seconds later (its write and publish), which the
+batch stored it: the batch's ``ingested_at`` stamp, which every stored row carries, so an age can
+be recomputed from storage. The job stamps a batch once its messages are parsed and cached, before
+the dedupe and the write; the batch commits a few seconds later (its write and publish), which the
 age leaves out: a small share of the 1,800 s objective (see docs/metrics.md).
 
-Counted in Spark, in the aggregation pass that already counts the batch's stored rows per day
-(`freshness_exprs` joins that ``observe``), never row by row in Python: per cohort, one count per
-bucket (``age <= le``, cumulative as Prometheus' buckets are), the row count and the sum of ages
-in microseconds (integers, so nothing is lost summing a million rows). `batch_freshness` reads the
-observed row back into counts per cohort, which `IngestMetrics` adds up across batches.
+Counted in Spark, in the observation of the rows a batch stores (`ingest.stored_observation`),
+never row by row in Python: each row's *cell* — its cohort and the first bound its age is at most —
+counted packed (`ingest.packed_counts`), and one sum of ages per cohort, in seconds as doubles
+(microseconds in a long would overflow for a batch of old measures). `cohort_ages` turns the
+cells' counts into each cohort's cumulative buckets, which `IngestMetrics` adds up across batches.
 
 Cohorts: ``live`` rows came from the HES's binlog; ``redelivered`` rows were read by a Debezium
 snapshot (the initial one, or an incremental one `vigia-ingest repair` asks for), written long
@@ -19,9 +19,11 @@ before they were read: they would burn the live budget for an outage that never 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from functools import reduce
+from itertools import accumulate
+from typing import Any, Final
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -31,29 +33,42 @@ FRESHNESS_BUCKETS: Final = (60, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
 COHORT_LIVE: Final = "live"
 COHORT_REDELIVERED: Final = "redelivered"
 COHORTS: Final = (COHORT_LIVE, COHORT_REDELIVERED)
+_SLOTS: Final = len(FRESHNESS_BUCKETS) + 1
+"""A cohort's cells: one per bound (ages above the bound before it), one past the last bound."""
+CELLS: Final = len(COHORTS) * _SLOTS
 _MICROS: Final = 1_000_000
 
 
-def _key(cohort: str, what: str) -> str:
-    return f"freshness_{cohort}_{what}"
+def age_micros(stored_at: Column, ts: Column) -> Column:
+    return F.unix_micros(stored_at) - F.unix_micros(ts)
 
 
-def freshness_exprs(stored_at: Column, ts: Column, snapshot_read: Column) -> list[Column]:
-    """Aggregates for ``observe``: per cohort (``snapshot_read`` true: redelivered), the rows
-    whose age (``stored_at`` − ``ts``) is at most each bucket's bound, all rows, and the sum of
-    ages in microseconds. A ``ts`` after ``stored_at`` (an HES clock ahead) counts as age ≤ 0."""
-    age = F.unix_micros(stored_at) - F.unix_micros(ts)
-    exprs: list[Column] = []
-    for cohort, member in ((COHORT_LIVE, ~snapshot_read), (COHORT_REDELIVERED, snapshot_read)):
-        exprs.extend(
-            F.count_if(member & (age <= le * _MICROS)).alias(_key(cohort, str(le)))
-            for le in FRESHNESS_BUCKETS
-        )
-        exprs.append(F.count_if(member).alias(_key(cohort, "count")))
-        exprs.append(
-            F.coalesce(F.sum(F.when(member, age)), F.lit(0)).alias(_key(cohort, "sum_micros"))
-        )
-    return exprs
+def cell(age: Column, snapshot_read: Column) -> Column:
+    """A row's cell, 0 ≤ cell < CELLS, from its age in microseconds: its cohort (``snapshot_read``
+    true: redelivered), then the first bound its age is at most. An age ≤ 0 (an HES clock ahead)
+    is in the first bucket."""
+    slot = reduce(
+        lambda later, bound: F.when(age <= bound[1] * _MICROS, bound[0]).otherwise(later),
+        reversed(list(enumerate(FRESHNESS_BUCKETS))),
+        F.lit(len(FRESHNESS_BUCKETS)),
+    )
+    return slot + F.when(snapshot_read, _SLOTS).otherwise(0)
+
+
+def age_sums(age: Column, snapshot_read: Column) -> list[Column]:
+    """Aggregates for ``observe``: each cohort's sum of ages, in seconds, from ages in
+    microseconds."""
+    seconds = age / _MICROS
+    return [
+        F.coalesce(F.sum(F.when(~snapshot_read, seconds)), F.lit(0.0)).alias(_age_key(COHORT_LIVE)),
+        F.coalesce(F.sum(F.when(snapshot_read, seconds)), F.lit(0.0)).alias(
+            _age_key(COHORT_REDELIVERED)
+        ),
+    ]
+
+
+def _age_key(cohort: str) -> str:
+    return f"freshness_{cohort}_age_seconds"
 
 
 @dataclass(frozen=True)
@@ -73,14 +88,14 @@ class AgeCounts:
         )
 
 
-def batch_freshness(observed: Mapping[str, int]) -> dict[str, AgeCounts]:
-    """The observed row of `freshness_exprs` → counts per cohort. A key the row lacks is 0: Spark
-    leaves out the observation of a batch it proved empty (`ingest.job.observed_counts`)."""
-    return {
-        cohort: AgeCounts(
-            tuple(int(observed.get(_key(cohort, str(le)), 0)) for le in FRESHNESS_BUCKETS),
-            int(observed.get(_key(cohort, "count"), 0)),
-            int(observed.get(_key(cohort, "sum_micros"), 0)) / _MICROS,
+def cohort_ages(cells: Sequence[int], observed: Mapping[str, Any]) -> dict[str, AgeCounts]:
+    """Each cohort's histogram from the cells' counts (in cell order) and the observed row's age
+    sums (a sum the row lacks is 0: Spark leaves out the observation of a batch it proved empty,
+    `ingest.job.observed_counts`)."""
+    ages = {}
+    for index, cohort in enumerate(COHORTS):
+        cumulative = list(accumulate(cells[index * _SLOTS : (index + 1) * _SLOTS]))
+        ages[cohort] = AgeCounts(
+            tuple(cumulative[:-1]), cumulative[-1], float(observed.get(_age_key(cohort), 0.0))
         )
-        for cohort in COHORTS
-    }
+    return ages

@@ -58,7 +58,6 @@ from vigia.ingest.deadline_watch import (
     load_state,
     stored_by_deadline,
 )
-from vigia.ingest.freshness import batch_freshness, freshness_exprs
 from vigia.ingest.hes_source import DayRowsRefresher, day_rows
 from vigia.ingest.kafka_source import SOURCE_NAME, register
 from vigia.ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
@@ -80,6 +79,7 @@ from vigia.ingest.schema import KAFKA_SOURCE_COLUMNS, REDELIVERED, SNAPSHOT_READ
 from vigia.ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
 from vigia.ingest.spark_health import SparkHealth, executors_url, rest_fetch
 from vigia.ingest.spark_session import start_session
+from vigia.ingest.stored_observation import StoredObservation
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +203,9 @@ def observed_stream(raw: DataFrame) -> DataFrame:
     return transform.slim(observed)
 
 
-def observed_counts(observation: Observation) -> dict[str, int]:
-    """The counts ``observation`` collected (waiting for them, like `Observation.get`); none when
-    Spark dropped the observed plan as empty: a missing count is 0.
+def observed_counts(observation: Observation) -> dict[str, Any]:
+    """The counts and sums ``observation`` collected (waiting for them, like `Observation.get`);
+    none when Spark dropped the observed plan as empty: a missing count is 0.
 
     With AQE, once a shuffle stage turns out to hold no row, AQEPropagateEmptyRelation replaces
     the plan above it, stage included, with an empty relation: in a batch without a valid row,
@@ -218,7 +218,7 @@ def observed_counts(observation: Observation) -> dict[str, int]:
     jrow = observation._jo.getRow() if observation._jo is not None else None
     if jrow is not None and jrow.schema() is None:
         return {}
-    return {name: int(value) for name, value in observation.get.items()}
+    return dict(observation.get)
 
 
 class BatchWriter:
@@ -238,35 +238,35 @@ class BatchWriter:
         # read Kafka and parse every message again.
         classified.persist()
         try:
-            # Collecting these dates fills the cache (most of a batch's work): the stamp taken
-            # after it is the closer to the commit, the moment freshness measures ages to.
-            redelivered = redelivery.redelivered_dates(classified)
+            # The survey fills the cache (most of a batch's work): the stamp taken after it is
+            # the closer to the commit, the moment freshness measures ages to.
+            survey = redelivery.survey(classified)
             now = transform.ingested_at(dt.datetime.now(dt.UTC))
             valid, invalid = transform.split_classified(
                 classified, now, (REDELIVERED, SNAPSHOT_READ)
             )
-            before = Observation(f"valid-{batch_id}")
-            valid = valid.observe(before, F.count(F.lit(1)).alias("rows"))
-            days = day_window(utc_today())
             after = Observation(f"stored-{batch_id}")
             latest = transform.dedupe_latest(valid)
-            if redelivered:
+            if survey.redelivered:
                 stored_keys = redelivery.stored_keys(
-                    classified.sparkSession, self._config.output, redelivered, batch_id
+                    classified.sparkSession, self._config.output, survey.redelivered, batch_id
                 )
                 latest = redelivery.without_stored(latest, stored_keys)
                 log.info(
                     "batch %d re-delivers measures of %s: storing those not stored yet",
                     batch_id,
-                    ", ".join(d.isoformat() for d in redelivered),
+                    ", ".join(d.isoformat() for d in survey.redelivered),
                 )
             else:
                 latest = latest.drop(REDELIVERED)
-            stored = latest.observe(
+            observation = StoredObservation.for_batch(day_window(utc_today()), survey.valid)
+            stored = observation.observe(
+                latest,
                 after,
-                F.count(F.lit(1)).alias("rows"),
-                *(F.count_if(F.col("measure_date") == F.lit(d)).alias(d.isoformat()) for d in days),
-                *freshness_exprs(F.col("ingested_at"), F.col("ts"), F.col(SNAPSHOT_READ)),
+                measure_date=F.col("measure_date"),
+                stored_at=F.col("ingested_at"),
+                ts=F.col("ts"),
+                snapshot_read=F.col(SNAPSHOT_READ),
             ).drop(SNAPSHOT_READ)
             self._sink.write(
                 batch_id,
@@ -275,20 +275,18 @@ class BatchWriter:
                     Output(self._config.quarantine, invalid),
                 ],
             )
-            counts = observed_counts(after)
-            valid_rows = counts.get("rows", 0)
+            counts = observation.read(observed_counts(after))
             self._metrics.batch_written(
                 BatchWritten(
                     batch_id=batch_id,
-                    valid_rows=valid_rows,
-                    duplicate_rows=observed_counts(before).get("rows", 0) - valid_rows,
-                    rows_by_date={
-                        d: counts[d.isoformat()] for d in days if counts.get(d.isoformat())
-                    },
-                    freshness=batch_freshness(counts),
+                    valid_rows=counts.rows,
+                    # Valid rows not stored: in-batch duplicates, re-deliveries stored already.
+                    duplicate_rows=survey.valid - counts.rows,
+                    rows_by_date=counts.rows_by_date,
+                    freshness=counts.freshness,
                 )
             )
-            log.info("batch %d: %d measures stored", batch_id, valid_rows)
+            log.info("batch %d: %d measures stored", batch_id, counts.rows)
         finally:
             classified.unpersist()
 

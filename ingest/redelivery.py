@@ -7,17 +7,18 @@ lacks, and every one it already holds. The connector marks those reads (``__sour
 measure key is not stored yet. Inserts and corrections streamed from the binlog are stored as
 before, never looked up.
 
-Cost: a batch first collects the dates its re-delivered rows touch (a pass over the persisted
+Cost: a batch first counts its valid rows and its re-delivered ones (a pass over the persisted
 batch, the one that fills the cache anyway); a batch without any (every batch outside a repair)
-stops there. Otherwise the stored keys of those dates alone are read (partition pruning) and
-anti-joined with the batch's re-delivered rows, on the measure key the in-batch dedupe already
-partitioned it by.
+stops there. One with some collects the dates they touch; the stored keys of those dates alone
+are read (partition pruning) and anti-joined with the batch's re-delivered rows, on the measure
+key the in-batch dedupe already partitioned it by.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import operator
+from dataclasses import dataclass
 from functools import reduce
 from typing import Final
 
@@ -30,15 +31,26 @@ from vigia.ingest.sinks import batch_dir_name
 _STORED_SCHEMA: Final = "meter string, period int, magnitude string, measure_date date"
 
 
-def redelivered_dates(classified: DataFrame) -> list[dt.date]:
-    """The measure dates of a classified batch's valid re-delivered rows."""
-    rows = (
-        classified.where(F.col("reason").isNull() & F.col(REDELIVERED))
-        .select("measure_date")
-        .distinct()
-        .collect()
-    )
-    return sorted(row["measure_date"] for row in rows)
+@dataclass(frozen=True)
+class Survey:
+    """A classified batch's valid rows (a bound on the rows it stores; the rest are duplicates
+    or stored already) and the measure dates of its valid re-delivered rows."""
+
+    valid: int
+    redelivered: list[dt.date]
+
+
+def survey(classified: DataFrame) -> Survey:
+    """One aggregate over the batch (code-generated, no grouping: the pass that fills the cache),
+    and a second pass for the dates only in a batch that re-delivers any."""
+    valid = F.col("reason").isNull()
+    (counts,) = classified.agg(
+        F.count_if(valid).alias("valid"), F.count_if(valid & F.col(REDELIVERED)).alias("again")
+    ).collect()
+    if not counts["again"]:
+        return Survey(counts["valid"], [])
+    dates = classified.where(valid & F.col(REDELIVERED)).select("measure_date").distinct()
+    return Survey(counts["valid"], sorted(row["measure_date"] for row in dates.collect()))
 
 
 def stored_keys(spark: SparkSession, output: str, dates: list[dt.date], batch_id: int) -> DataFrame:

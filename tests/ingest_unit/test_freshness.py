@@ -11,16 +11,18 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from pyspark.sql import SparkSession
+from pyspark.sql import Observation, SparkSession
+from pyspark.sql import functions as F
 
 from tests.ingest_unit.conftest import kafka_frame
 from vigia.ingest import transform
 from vigia.ingest.config import IngestConfig
-from vigia.ingest.freshness import COHORTS, FRESHNESS_BUCKETS, AgeCounts, batch_freshness
+from vigia.ingest.freshness import CELLS, COHORTS, FRESHNESS_BUCKETS, AgeCounts, cohort_ages
 from vigia.ingest.job import BatchWriter
 from vigia.ingest.metrics import IngestMetrics
 from vigia.ingest.schema import SNAPSHOT_FIELD, SNAPSHOT_READ
 from vigia.ingest.sinks import ExactlyOnceSink
+from vigia.ingest.stored_observation import StoredObservation
 
 pytestmark = pytest.mark.spark
 
@@ -121,15 +123,44 @@ def test_a_batch_counts_each_stored_measure_by_age_and_cohort(
     assert all(0 <= a - b < 120 for a, b in zip(live, sorted(live_ages), strict=True))
 
 
+SLOTS = len(FRESHNESS_BUCKETS) + 1
+
+
 def test_counts_add_up_across_batches_and_a_missing_observation_is_zero() -> None:
-    one = batch_freshness(
-        {
-            **{f"freshness_live_{le}": 1 for le in FRESHNESS_BUCKETS},
-            "freshness_live_count": 2,
-            "freshness_live_sum_micros": 3_500_000,
-        }
-    )
+    cells = [1, 0, 0, 0, 0, 0, 0, 0, 0, 1] + [0] * SLOTS
+    one = cohort_ages(cells, {"freshness_live_age_seconds": 3.5})
     assert one["live"] == AgeCounts((1,) * len(FRESHNESS_BUCKETS), 2, 3.5)
     assert one["redelivered"] == AgeCounts()
-    assert batch_freshness({}) == {cohort: AgeCounts() for cohort in COHORTS}
+    assert cohort_ages([0] * CELLS, {}) == {cohort: AgeCounts() for cohort in COHORTS}
     assert (one["live"] + one["live"]).count == 4
+
+
+def test_a_full_sum_counts_every_row_of_the_batch_in_one_cell(spark: SparkSession) -> None:
+    """Seven rows: three bits a count, every cell of a family in one sum; all seven rows in the
+    last cell of each: a date outside the window, redelivered, older than the last bound."""
+    now = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC)
+    old = now - dt.timedelta(seconds=86_401)
+    frame = spark.createDataFrame(
+        [(old.date(), now, old, True)] * 7,
+        "d date, stored_at timestamp, ts timestamp, snap boolean",
+    )
+    window = [now.date() + dt.timedelta(days=ahead) for ahead in (0, 1)]
+    observation = StoredObservation.for_batch(window, 7)
+    assert (observation.dated.sums, observation.fresh.sums) == (1, 1)
+    collected = Observation("full")
+    observed = observation.observe(
+        frame,
+        collected,
+        measure_date=F.col("d"),
+        stored_at=F.col("stored_at"),
+        ts=F.col("ts"),
+        snapshot_read=F.col("snap"),
+    )
+    assert observed.columns == frame.columns
+    observed.collect()
+    counts = observation.read(collected.get)
+    assert (counts.rows, counts.rows_by_date) == (7, {})
+    assert counts.freshness["live"] == AgeCounts()
+    assert counts.freshness["redelivered"] == AgeCounts(
+        (0,) * len(FRESHNESS_BUCKETS), 7, 7 * 86_401.0
+    )
