@@ -19,7 +19,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +30,10 @@ from confluent_kafka.admin import AdminClient
 
 from tests.exporter.exposition import Samples, samples, value
 from tests.exporter.live import Running, exporter_process, wait_for
-from tests.realstack.groups import commit_groups
+from tests.realstack.groups import commit_groups, delete_groups
 from tests.realstack.targets import BrokerControl, SecuredTarget
 from tests.realstack.topics import create_topic
 from vigia.common.kafka_config import ENV_VAR
-from vigia.exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 
 pytestmark = pytest.mark.integration
 
@@ -91,10 +89,7 @@ def groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
     try:
         yield names
     finally:
-        deleted = admin.delete_consumer_groups(
-            names, request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT
-        ).values()
-        wait(deleted, timeout=60)  # best effort: a broker may just be starting
+        delete_groups(real_kafka_bootstrap, names, 60)
         admin.delete_topics([topic], request_timeout=60)[topic].exception(timeout=60)
 
 
@@ -104,13 +99,16 @@ def watched(
     groups: list[str],
     tmp_path: Path,
 ) -> Iterator[tuple[Running, Watch]]:
-    """An exporter on the secured listener, with a probe topic of its own and a short interval."""
+    """An exporter on the secured listener, with a probe topic of its own, short intervals and a
+    probe round every second (5 s by default), so that "probes ok through every broker again" is
+    seconds of waiting, not half a minute."""
     probe_topic = f"vigia-it-probe-{uuid.uuid4().hex[:8]}"
     options = dict(secured_target.options)
     env = {ENV_VAR: ",".join(f"{k}={v}" for k, v in options.items())}
     args = (
         *("--bootstrap-servers", secured_target.bootstrap),
         *("--collection-interval", str(COLLECTION_INTERVAL), "--probe-topic", probe_topic),
+        *("--probe-interval", "1"),
     )
     watch = Watch()
     try:

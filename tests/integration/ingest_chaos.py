@@ -74,7 +74,7 @@ class Brokers:
                     f"broker {broker} or the replicas of {name} not in sync after "
                     f"{IN_SYNC_TIMEOUT_S:g} s"
                 )
-            time.sleep(2)
+            time.sleep(0.5)
 
 
 @pytest.fixture

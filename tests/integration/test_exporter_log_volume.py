@@ -12,7 +12,6 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import wait
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,8 @@ from tests.exporter.exposition import value
 from tests.exporter.live import exporter_process, wait_for
 from tests.integration.exporter_watch import DEADLINE, stop_and_start
 from tests.integration.ingest_chaos import Brokers, brokers  # noqa: F401
-from tests.realstack.groups import commit_groups
+from tests.realstack.groups import commit_groups, delete_groups
 from tests.realstack.topics import create_topic
-from vigia.exporter.kafka.coordinator_requests import LIBRDKAFKA_MAX_REQUEST_TIMEOUT
 
 pytestmark = pytest.mark.integration
 
@@ -44,10 +42,7 @@ def many_groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
     try:
         yield names
     finally:
-        deleted = admin.delete_consumer_groups(
-            names, request_timeout=LIBRDKAFKA_MAX_REQUEST_TIMEOUT
-        ).values()
-        wait(deleted, timeout=120)
+        delete_groups(real_kafka_bootstrap, names)
         admin.delete_topics([topic], request_timeout=60)[topic].exception(timeout=60)
 
 
