@@ -1,14 +1,15 @@
-"""What the freshness histogram adds to a batch: the write's observation three ways, over the
+"""What the freshness histogram adds to a batch: the write's observation four ways, over the
 same cached rows, alternated so all see the same load; CPU seconds of this process tree (the JVM
 included), steadier than wall time on a shared machine.
 
 - before the SLI: the stored rows and a count per day of the window, an aggregate each;
 - days packed: the same counts packed (`ingest.packed_counts`), without freshness;
 - the job's: `ingest.stored_observation` as the job runs it (days and freshness packed for a
-  batch of --rows, the age sums).
+  batch of --rows, the age sums), for a live batch (every row from the binlog: the live cohort's
+  cells alone) and a mixed one (2 % snapshot reads: both cohorts' cells).
 
 The job's less "before the SLI" is what the histogram costs a batch; the job's less "days packed"
-    print(f"  the freshness's own part: {job - days_only:+.3f} CPU s")
+is the freshness's own part. Compare them with the whole BatchWriter's CPU
 (ingest_throughput.py --only phases) for the share of a batch.
 
     python -m benchmarks.freshness_cost --rows 1000000 --rounds 9
@@ -59,8 +60,8 @@ def packed_per_day(rows: DataFrame, days: list[dt.date], bound: int) -> DataFram
     return observed.drop("_day", *packing.columns)
 
 
-def the_jobs(rows: DataFrame, days: list[dt.date], bound: int) -> DataFrame:
-    return StoredObservation.for_batch(days, bound).observe(
+def the_jobs(rows: DataFrame, days: list[dt.date], bound: int, snapshot_reads: int) -> DataFrame:
+    return StoredObservation.for_batch(days, bound, snapshot_reads).observe(
         rows,
         Observation(),
         measure_date=F.col("measure_date"),
@@ -91,10 +92,12 @@ def main() -> None:
         .persist()
     )
     rows.count()
+    live = rows.withColumn("snapshot_read", F.lit(False))
     ways: dict[str, Callable[[], DataFrame]] = {
         "before the SLI": lambda: counted_per_day(rows, days),
         "days packed": lambda: packed_per_day(rows, days, args.rows),
-        "the job's": lambda: the_jobs(rows, days, args.rows),
+        "the job's, live": lambda: the_jobs(live, days, args.rows, 0),
+        "the job's, mixed": lambda: the_jobs(rows, days, args.rows, args.rows // 50),
     }
     cpu: dict[str, list[float]] = {name: [] for name in ways}
     for way in ways.values():
@@ -106,10 +109,12 @@ def main() -> None:
     print(f"{args.rows:,} rows, {args.rounds} rounds, load {load:.1f}; CPU s per pass:")
     median = {name: statistics.median(values) for name, values in cpu.items()}
     for name, values in cpu.items():
-        print(f"  {name:<16} {median[name]:.3f}  ({min(values):.3f}–{max(values):.3f})")
-    job, before, days_only = median["the job's"], median["before the SLI"], median["days packed"]
-    print(f"  the histogram's cost: {job - before:+.3f} CPU s")
-    print(f"  the freshness's own part: {job - days_only:+.3f} CPU s")
+        print(f"  {name:<18} {median[name]:.3f}  ({min(values):.3f}–{max(values):.3f})")
+    before, days_only = median["before the SLI"], median["days packed"]
+    for batch in ("live", "mixed"):
+        job = median[f"the job's, {batch}"]
+        print(f"  {batch}: the histogram's cost {job - before:+.3f} CPU s,", end=" ")
+        print(f"the freshness's own part {job - days_only:+.3f} CPU s")
     spark.stop()
 
 

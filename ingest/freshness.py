@@ -9,7 +9,9 @@ age leaves out: a small share of the 1,800 s objective (see docs/metrics.md).
 Counted in Spark, in the observation of the rows a batch stores (`ingest.stored_observation`),
 never row by row in Python: each row's *cell* — its cohort and the first bound its age is at most —
 counted packed (`ingest.packed_counts`), and one sum of ages per cohort, in seconds as doubles
-(microseconds in a long would overflow for a batch of old measures). `cohort_ages` turns the
+(microseconds in a long would overflow for a batch of old measures). Only the cohorts a batch
+holds are counted: a batch streamed from the binlog has no redelivered row, and its 10 cells
+take fewer sums than 20. `cohort_ages` turns the
 cells' counts into each cohort's cumulative buckets, which `IngestMetrics` adds up across batches.
 
 Cohorts: ``live`` rows came from the HES's binlog; ``redelivered`` rows were read by a Debezium
@@ -35,7 +37,6 @@ COHORT_REDELIVERED: Final = "redelivered"
 COHORTS: Final = (COHORT_LIVE, COHORT_REDELIVERED)
 _SLOTS: Final = len(FRESHNESS_BUCKETS) + 1
 """A cohort's cells: one per bound (ages above the bound before it), one past the last bound."""
-CELLS: Final = len(COHORTS) * _SLOTS
 _MICROS: Final = 1_000_000
 
 
@@ -43,27 +44,41 @@ def age_micros(stored_at: Column, ts: Column) -> Column:
     return F.unix_micros(stored_at) - F.unix_micros(ts)
 
 
-def cell(age: Column, snapshot_read: Column) -> Column:
-    """A row's cell, 0 ≤ cell < CELLS, from its age in microseconds: its cohort (``snapshot_read``
-    true: redelivered), then the first bound its age is at most. An age ≤ 0 (an HES clock ahead)
-    is in the first bucket."""
+def cohorts_held(valid: int, snapshot_reads: int) -> tuple[str, ...]:
+    """The cohorts a batch of ``valid`` rows, ``snapshot_reads`` of them read by a snapshot,
+    holds: a batch streamed from the binlog (nearly all of them) counts the live cells alone."""
+    held = ((COHORT_LIVE, valid > snapshot_reads), (COHORT_REDELIVERED, snapshot_reads > 0))
+    return tuple(cohort for cohort, present in held if present)
+
+
+def cells(cohorts: Sequence[str]) -> int:
+    return len(cohorts) * _SLOTS
+
+
+def cell(age: Column, snapshot_read: Column, cohorts: Sequence[str]) -> Column:
+    """A row's cell among those of ``cohorts`` (`cohorts_held`), 0 ≤ cell < `cells`, from its age
+    in microseconds: its cohort's (``snapshot_read`` true: redelivered), then the first bound its
+    age is at most. An age ≤ 0 (an HES clock ahead) is in the first bucket."""
     slot = reduce(
         lambda later, bound: F.when(age <= bound[1] * _MICROS, bound[0]).otherwise(later),
         reversed(list(enumerate(FRESHNESS_BUCKETS))),
         F.lit(len(FRESHNESS_BUCKETS)),
     )
+    if len(cohorts) < len(COHORTS):
+        return slot
     return slot + F.when(snapshot_read, _SLOTS).otherwise(0)
 
 
-def age_sums(age: Column, snapshot_read: Column) -> list[Column]:
-    """Aggregates for ``observe``: each cohort's sum of ages, in seconds, from ages in
-    microseconds."""
+def age_sums(age: Column, snapshot_read: Column, cohorts: Sequence[str]) -> list[Column]:
+    """Aggregates for ``observe``: the sum of ages of each of ``cohorts``, in seconds, from ages
+    in microseconds."""
     seconds = age / _MICROS
+    members = {COHORT_LIVE: ~snapshot_read, COHORT_REDELIVERED: snapshot_read}
+    if len(cohorts) < len(COHORTS):
+        return [F.coalesce(F.sum(seconds), F.lit(0.0)).alias(_age_key(c)) for c in cohorts]
     return [
-        F.coalesce(F.sum(F.when(~snapshot_read, seconds)), F.lit(0.0)).alias(_age_key(COHORT_LIVE)),
-        F.coalesce(F.sum(F.when(snapshot_read, seconds)), F.lit(0.0)).alias(
-            _age_key(COHORT_REDELIVERED)
-        ),
+        F.coalesce(F.sum(F.when(members[c], seconds)), F.lit(0.0)).alias(_age_key(c))
+        for c in cohorts
     ]
 
 
@@ -88,13 +103,15 @@ class AgeCounts:
         )
 
 
-def cohort_ages(cells: Sequence[int], observed: Mapping[str, Any]) -> dict[str, AgeCounts]:
-    """Each cohort's histogram from the cells' counts (in cell order) and the observed row's age
-    sums (a sum the row lacks is 0: Spark leaves out the observation of a batch it proved empty,
-    `ingest.job.observed_counts`)."""
-    ages = {}
-    for index, cohort in enumerate(COHORTS):
-        cumulative = list(accumulate(cells[index * _SLOTS : (index + 1) * _SLOTS]))
+def cohort_ages(
+    counts: Sequence[int], observed: Mapping[str, Any], cohorts: Sequence[str] = COHORTS
+) -> dict[str, AgeCounts]:
+    """Each cohort's histogram from the counts of ``cohorts``' cells (in cell order) and the
+    observed row's age sums; a cohort the batch did not hold has none (a sum the row lacks is 0:
+    Spark leaves out the observation of a batch it proved empty, `ingest.job.observed_counts`)."""
+    ages = dict.fromkeys(COHORTS, AgeCounts())
+    for index, cohort in enumerate(cohorts):
+        cumulative = list(accumulate(counts[index * _SLOTS : (index + 1) * _SLOTS]))
         ages[cohort] = AgeCounts(
             tuple(cumulative[:-1]), cumulative[-1], float(observed.get(_age_key(cohort), 0.0))
         )

@@ -259,7 +259,9 @@ class BatchWriter:
                 )
             else:
                 latest = latest.drop(REDELIVERED)
-            observation = StoredObservation.for_batch(day_window(utc_today()), survey.valid)
+            observation = StoredObservation.for_batch(
+                day_window(utc_today()), survey.valid, survey.snapshot_reads
+            )
             stored = observation.observe(
                 latest,
                 after,

@@ -123,7 +123,7 @@ class BatchWritten:
     duplicate_rows: int
     rows_by_date: dict[dt.date, int] = field(default_factory=dict)
     freshness: Mapping[str, AgeCounts] = field(default_factory=dict)
-    """Ages of the stored measures per cohort (`ingest.freshness.batch_freshness`)."""
+    """Ages of the stored measures per cohort (`ingest.freshness.cohort_ages`)."""
 
 
 def day_window(today: dt.date) -> list[dt.date]:

@@ -25,7 +25,7 @@ from typing import Final
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from vigia.ingest.schema import MEASURE_KEY_COLUMNS, REDELIVERED
+from vigia.ingest.schema import MEASURE_KEY_COLUMNS, REDELIVERED, SNAPSHOT_READ
 from vigia.ingest.sinks import batch_dir_name
 
 _STORED_SCHEMA: Final = "meter string, period int, magnitude string, measure_date date"
@@ -34,9 +34,11 @@ _STORED_SCHEMA: Final = "meter string, period int, magnitude string, measure_dat
 @dataclass(frozen=True)
 class Survey:
     """A classified batch's valid rows (a bound on the rows it stores; the rest are duplicates
-    or stored already) and the measure dates of its valid re-delivered rows."""
+    or stored already), how many of them a snapshot read, and the measure dates of its valid
+    re-delivered rows."""
 
     valid: int
+    snapshot_reads: int
     redelivered: list[dt.date]
 
 
@@ -45,12 +47,15 @@ def survey(classified: DataFrame) -> Survey:
     and a second pass for the dates only in a batch that re-delivers any."""
     valid = F.col("reason").isNull()
     (counts,) = classified.agg(
-        F.count_if(valid).alias("valid"), F.count_if(valid & F.col(REDELIVERED)).alias("again")
+        F.count_if(valid).alias("valid"),
+        F.count_if(valid & F.col(SNAPSHOT_READ)).alias("snapshot_reads"),
+        F.count_if(valid & F.col(REDELIVERED)).alias("again"),
     ).collect()
-    if not counts["again"]:
-        return Survey(counts["valid"], [])
-    dates = classified.where(valid & F.col(REDELIVERED)).select("measure_date").distinct()
-    return Survey(counts["valid"], sorted(row["measure_date"] for row in dates.collect()))
+    dates = []
+    if counts["again"]:
+        again = classified.where(valid & F.col(REDELIVERED)).select("measure_date").distinct()
+        dates = sorted(row["measure_date"] for row in again.collect())
+    return Survey(counts["valid"], counts["snapshot_reads"], dates)
 
 
 def stored_keys(spark: SparkSession, output: str, dates: list[dt.date], batch_id: int) -> DataFrame:

@@ -4,8 +4,9 @@ and how fresh they were (`ingest.freshness`), for the price of few aggregates.
 One ``observe`` on the rows the sink writes, counted while they are written. Each row is in one
 day cell (a date of the window, or any other date) and one freshness cell; both families are
 counted packed (`ingest.packed_counts`), and the stored rows are the sum of the day cells. With
-the job's default batches of up to a million rows: 3 sums for the 8 day cells, 7 for the 20
-freshness cells and 2 sums of ages, 12 aggregates where a count per cell would take 29.
+the job's default batches of up to a million rows: 3 sums for the 8 day cells, 4 for the 10 live
+freshness cells and a sum of ages, 8 aggregates, as many as the write had before the freshness SLI
+(a batch holding snapshot reads too: 7 sums for its 20 freshness cells and 2 sums of ages).
 """
 
 from __future__ import annotations
@@ -37,18 +38,25 @@ class StoredCounts:
 
 @dataclass(frozen=True)
 class StoredObservation:
-    """The observation for a batch of at most ``rows`` rows; ``days``: the window, consecutive."""
+    """The observation of a batch's stored rows; ``days``: the window, consecutive; ``cohorts``:
+    those the batch holds."""
 
     days: tuple[dt.date, ...]
+    cohorts: tuple[str, ...]
     dated: Packing
     fresh: Packing
 
     @classmethod
-    def for_batch(cls, days: Sequence[dt.date], rows: int) -> StoredObservation:
+    def for_batch(
+        cls, days: Sequence[dt.date], rows: int, snapshot_reads: int
+    ) -> StoredObservation:
+        """For a batch of at most ``rows`` rows, ``snapshot_reads`` of them read by a snapshot."""
+        cohorts = freshness.cohorts_held(rows, snapshot_reads)
         return cls(
             tuple(days),
+            cohorts,
             Packing.for_rows("day", len(days) + 1, rows),
-            Packing.for_rows("freshness", freshness.CELLS, rows),
+            Packing.for_rows("freshness", freshness.cells(cohorts), rows),
         )
 
     def observe(
@@ -70,7 +78,7 @@ class StoredObservation:
                 _DAY: F.when(in_window, offset).otherwise(len(self.days)),
                 _AGE: freshness.age_micros(stored_at, ts),
             }
-        ).withColumn(_FRESHNESS, freshness.cell(F.col(_AGE), snapshot_read))
+        ).withColumn(_FRESHNESS, freshness.cell(F.col(_AGE), snapshot_read, self.cohorts))
         packed = cells.withColumns(
             {**self.dated.project(F.col(_DAY)), **self.fresh.project(F.col(_FRESHNESS))}
         )
@@ -78,7 +86,7 @@ class StoredObservation:
             observation,
             *self.dated.aggregates(),
             *self.fresh.aggregates(),
-            *freshness.age_sums(F.col(_AGE), snapshot_read),
+            *freshness.age_sums(F.col(_AGE), snapshot_read, self.cohorts),
         )
         return observed.drop(_DAY, _AGE, _FRESHNESS, *self.dated.columns, *self.fresh.columns)
 
@@ -88,5 +96,5 @@ class StoredObservation:
         return StoredCounts(
             rows=sum(per_day),
             rows_by_date={day: n for day, n in zip(self.days, per_day, strict=False) if n},
-            freshness=freshness.cohort_ages(self.fresh.counts(observed), observed),
+            freshness=freshness.cohort_ages(self.fresh.counts(observed), observed, self.cohorts),
         )

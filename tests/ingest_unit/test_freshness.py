@@ -17,7 +17,14 @@ from pyspark.sql import functions as F
 from tests.ingest_unit.conftest import kafka_frame
 from vigia.ingest import transform
 from vigia.ingest.config import IngestConfig
-from vigia.ingest.freshness import CELLS, COHORTS, FRESHNESS_BUCKETS, AgeCounts, cohort_ages
+from vigia.ingest.freshness import (
+    COHORTS,
+    FRESHNESS_BUCKETS,
+    AgeCounts,
+    cells,
+    cohort_ages,
+    cohorts_held,
+)
 from vigia.ingest.job import BatchWriter
 from vigia.ingest.metrics import IngestMetrics
 from vigia.ingest.schema import SNAPSHOT_FIELD, SNAPSHOT_READ
@@ -127,11 +134,11 @@ SLOTS = len(FRESHNESS_BUCKETS) + 1
 
 
 def test_counts_add_up_across_batches_and_a_missing_observation_is_zero() -> None:
-    cells = [1, 0, 0, 0, 0, 0, 0, 0, 0, 1] + [0] * SLOTS
-    one = cohort_ages(cells, {"freshness_live_age_seconds": 3.5})
+    counts = [1, 0, 0, 0, 0, 0, 0, 0, 0, 1] + [0] * SLOTS
+    one = cohort_ages(counts, {"freshness_live_age_seconds": 3.5})
     assert one["live"] == AgeCounts((1,) * len(FRESHNESS_BUCKETS), 2, 3.5)
     assert one["redelivered"] == AgeCounts()
-    assert cohort_ages([0] * CELLS, {}) == {cohort: AgeCounts() for cohort in COHORTS}
+    assert cohort_ages([0] * cells(COHORTS), {}) == {cohort: AgeCounts() for cohort in COHORTS}
     assert (one["live"] + one["live"]).count == 4
 
 
@@ -145,7 +152,7 @@ def test_a_full_sum_counts_every_row_of_the_batch_in_one_cell(spark: SparkSessio
         "d date, stored_at timestamp, ts timestamp, snap boolean",
     )
     window = [now.date() + dt.timedelta(days=ahead) for ahead in (0, 1)]
-    observation = StoredObservation.for_batch(window, 7)
+    observation = StoredObservation.for_batch(window, 7, 7)
     assert (observation.dated.sums, observation.fresh.sums) == (1, 1)
     collected = Observation("full")
     observed = observation.observe(
@@ -164,3 +171,37 @@ def test_a_full_sum_counts_every_row_of_the_batch_in_one_cell(spark: SparkSessio
     assert counts.freshness["redelivered"] == AgeCounts(
         (0,) * len(FRESHNESS_BUCKETS), 7, 7 * 86_401.0
     )
+
+
+def test_a_batch_counts_the_cells_of_the_cohorts_it_holds_only() -> None:
+    assert cohorts_held(1000, 0) == ("live",)
+    assert cohorts_held(1000, 1000) == ("redelivered",)
+    assert cohorts_held(1000, 1) == ("live", "redelivered")
+    assert cohorts_held(0, 0) == ()
+    live = StoredObservation.for_batch([dt.date(2026, 11, 20)], 1_000_000, 0)
+    both = StoredObservation.for_batch([dt.date(2026, 11, 20)], 1_000_000, 1)
+    assert (live.fresh.sums, both.fresh.sums) == (4, 7)
+
+
+def test_a_batch_of_one_cohort_counts_it_and_leaves_the_other_empty(spark: SparkSession) -> None:
+    now = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC)
+    ages = [10, 10, 700, 4000]
+    frame = spark.createDataFrame(
+        [(now.date(), now, now - dt.timedelta(seconds=age), False) for age in ages],
+        "d date, stored_at timestamp, ts timestamp, snap boolean",
+    )
+    observation = StoredObservation.for_batch([now.date()], len(ages), 0)
+    collected = Observation("live")
+    observation.observe(
+        frame,
+        collected,
+        measure_date=F.col("d"),
+        stored_at=F.col("stored_at"),
+        ts=F.col("ts"),
+        snapshot_read=F.col("snap"),
+    ).collect()
+    counts = observation.read(collected.get)
+    assert (counts.rows, counts.rows_by_date) == (4, {now.date(): 4})
+    assert counts.freshness["redelivered"] == AgeCounts()
+    expected = tuple(sum(age <= le for age in ages) for le in FRESHNESS_BUCKETS)
+    assert counts.freshness["live"] == AgeCounts(expected, 4, float(sum(ages)))
