@@ -50,6 +50,9 @@ def encoded(metrics: Iterable[Metric]) -> bytes:
     # (floatToGoString goes through float()), so this is exact, except that a -0.0 is written
     # like 0.0 (the same value to Prometheus; Vigía's values are clamped at +0.0 anyway).
     formatted: dict[float, str] = dict(_SMALL_INTEGERS)
+    # Most label sets recur in several families (a group-topic's in a dozen, a partition's in its
+    # offsets): each is written once per exposition, per label names, and reused.
+    label_sets: dict[tuple[str, ...], dict[LabelKey, str]] = {}
     for metric in metrics:
         lines: list[str] = []
         append = lines.append
@@ -59,7 +62,7 @@ def encoded(metrics: Iterable[Metric]) -> bytes:
         doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
         append(f"# HELP {name} {doc}\n# TYPE {name} {metric.type}\n")
         if isinstance(metric, KeyedFamily):
-            _keyed_lines(metric, append, formatted)
+            _keyed_lines(metric, append, formatted, label_sets)
         else:
             _sample_lines(metric, append, formatted)
         out.append("".join(lines).encode("utf-8"))
@@ -83,22 +86,40 @@ def _sample_lines(
 
 
 def _keyed_lines(
-    family: KeyedFamily[LabelKey], append: Callable[[str], None], formatted: dict[float, str]
+    family: KeyedFamily[LabelKey],
+    append: Callable[[str], None],
+    formatted: dict[float, str],
+    label_sets: dict[tuple[str, ...], dict[LabelKey, str]],
 ) -> None:
     """The sample lines of a family held as a mapping, as `text` writes those of a Sample each:
-    labels sorted by name."""
+    labels sorted by name. `label_sets`: label names -> label values -> their text, shared by the
+    exposition's families (label values are strings and ints, never bools or floats, whose keys
+    would be equal to an int's and written otherwise)."""
     names = family.label_names
-    order = sorted(range(len(names)), key=names.__getitem__)
     sample = family.sample_name
+    if not names:
+        for number in family.values.values():
+            append(f"{sample} {_formatted(number, formatted)}\n")
+        return
+    order = sorted(range(len(names)), key=names.__getitem__)
+    written = label_sets.setdefault(names, {})
     for key, number in family.values.items():
         value = formatted.get(number)
         if value is None:
-            value = floatToGoString(number)  # type: ignore[no-untyped-call]
-            if len(formatted) < _FORMATTED_MAX:
-                formatted[number] = value
-        if not names:
-            append(f"{sample} {value}\n")
-            continue
-        parts = key if isinstance(key, tuple) else (key,)
-        labels = ",".join([f'{names[i]}="{_escape_value(str(parts[i]))}"' for i in order])
+            value = _formatted(number, formatted)
+        labels = written.get(key)
+        if labels is None:
+            parts = key if isinstance(key, tuple) else (key,)
+            labels = written[key] = ",".join(
+                [f'{names[i]}="{_escape_value(str(parts[i]))}"' for i in order]
+            )
         append(f"{sample}{{{labels}}} {value}\n")
+
+
+def _formatted(number: float, formatted: dict[float, str]) -> str:
+    value = formatted.get(number)
+    if value is None:
+        value = floatToGoString(number)  # type: ignore[no-untyped-call]
+        if len(formatted) < _FORMATTED_MAX:
+            formatted[number] = value
+    return value

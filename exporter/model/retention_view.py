@@ -89,15 +89,19 @@ def retention_view(
         if p.latest_offset is not None
     }
     rates = tracker.produced_per_second(at, sized, prune=complete)
+    items = list(committed)
+    # A partition's log is read for the groups' margins and, under a size limit, for the topic's
+    # outage budget: most partitions of a large cluster need none.
+    read = {item.topic for item in items}
     logs: dict[TP, PartitionLog] = {}
     for t in snapshot.topics:
-        if isinstance(retention[t.name], Retention):
+        limits = retention[t.name]
+        if isinstance(limits, Retention) and (limits.bytes is not None or t.name in read):
             for p in t.partitions:
                 tp = (t.name, p.partition)
                 if p.latest_offset is not None and tp in earliest:
                     size = leader_sizes.get(tp)
                     logs[tp] = PartitionLog(earliest[tp], p.latest_offset, size, rates.get(tp))
-    items = list(committed)
 
     partition_margins: dict[GTP, Margin] = {}
     unknown: set[GT] = set()
@@ -146,10 +150,14 @@ def retention_view(
         limits = retention[topic.name]
         if not isinstance(limits, Retention):
             continue
-        topic_logs = [log for p in topic.partitions if (log := logs.get((topic.name, p.partition)))]
-        if limits.bytes is not None and len(topic_logs) < len(topic.partitions):
-            continue  # a partition's offsets are unknown: which fills first is too
-        if budget := outage_budget(limits, topic_logs if limits.bytes is not None else ()):
+        topic_logs: list[PartitionLog] = []
+        if limits.bytes is not None:
+            topic_logs = [
+                log for p in topic.partitions if (log := logs.get((topic.name, p.partition)))
+            ]
+            if len(topic_logs) < len(topic.partitions):
+                continue  # a partition's offsets are unknown: which fills first is too
+        if budget := outage_budget(limits, topic_logs):
             budgets[topic.name] = budget
     return RetentionView(
         retention=retention,

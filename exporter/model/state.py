@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from vigia.exporter.model.isr_history import IsrTracker
 from vigia.exporter.model.lag_seconds import OffsetHistory, max_lag_seconds_by_group_topic
@@ -27,7 +27,6 @@ from vigia.exporter.model.lag_status import (
     DEFAULT_WINDOW_SIZE,
     GroupEvaluation,
     LagStatusTracker,
-    Observation,
     PartitionEvaluation,
 )
 from vigia.exporter.model.record_time import (
@@ -90,8 +89,11 @@ class BrokerCounts:
     preferred_leader: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionLag:
+class PartitionLag(NamedTuple):
+    """A group-partition with a commit. A named tuple, not a frozen dataclass: built for every
+    group-partition at every collection, a dataclass's field-by-field `object.__setattr__` was
+    several times the cost of the tuple."""
+
     group: str
     topic: str
     partition: int
@@ -100,10 +102,7 @@ class PartitionLag:
     lag: int | None  # latest - committed, clamped at 0
     # (group, topic, partition), built once: the state's maps keyed by group-partition share it
     # instead of each building its own (five tuples were ≈3 MB a state at 12,000, issue 24 §4).
-    key: GTP = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (self.group, self.topic, self.partition))
+    key: GTP
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,7 +503,8 @@ def _group_lags(snapshot: ClusterSnapshot) -> tuple[PartitionLag, ...]:
         for c in g.committed or ():
             end = latest.get((c.topic, c.partition))
             lag = None if end is None else max(0, end - c.offset)
-            lags.append(PartitionLag(g.group_id, c.topic, c.partition, c.offset, end, lag))
+            key = (g.group_id, c.topic, c.partition)
+            lags.append(PartitionLag(g.group_id, c.topic, c.partition, c.offset, end, lag, key))
     return tuple(lags)
 
 
@@ -621,7 +621,7 @@ def _lag_status(
         else frozenset((r.topic, r.partition) for m in g.members for r in m.assignment)
         for g in snapshot.groups
     }
-    observations: dict[GTP, Observation] = {}
+    observations: dict[GTP, tuple[int, int, bool]] = {}
     for item in group_lags:
         if item.latest is None:
             continue
@@ -633,14 +633,12 @@ def _lag_status(
             assigned = tracker.last_assigned(key)
         else:
             assigned = (item.topic, item.partition) in assignment
-        observations[key] = Observation(
-            snapshot.collected_at, item.committed, item.latest, assigned
-        )
+        observations[key] = (item.committed, item.latest, assigned)
     complete = snapshot.has_metadata and not snapshot.failed_phases & {
         "offsets",
         "groups",
         "group_offsets",
     }
-    tracker.observe(observations, prune=complete)
+    tracker.observe_at(snapshot.collected_at, observations, prune=complete)
     report = tracker.evaluate(observations.keys())
     return dict(report.partitions), dict(report.groups)

@@ -299,3 +299,56 @@ def test_tracker_keeps_evaluations_only_where_recomputing_gives_the_same(seed: i
                 tracker.window(key), window_size=size, allowed_lag=tracker.allowed_lag
             )
             assert evaluation == fresh, (key, tracker.window(key))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_observe_at_keeps_the_same_windows_as_observations(seed: int) -> None:
+    """The exporter's path (`observe_at`: one time, offsets per key) and `observe` (an
+    `Observation` per key) hold the same windows and evaluate to the same partitions and groups,
+    over random runs that move, rewind, repeat a collection's time and drop keys."""
+    rng = random.Random(seed)
+    size = rng.choice((2, 3, 10))
+    by_observation = LagStatusTracker(window_size=size)
+    by_offsets = LagStatusTracker(window_size=size)
+    keys = [(g, "t", p) for g in ("a", "b", "c") for p in range(3)]
+    t = 0.0
+    for _ in range(30):
+        t += rng.choice((15.0, 15.0, 0.0))
+        observed = rng.sample(keys, rng.randrange(1, len(keys) + 1))
+        offsets = {
+            k: (rng.randrange(0, 50), rng.randrange(20, 60), rng.random() < 0.3) for k in observed
+        }
+        prune = rng.random() < 0.8
+        by_observation.observe(
+            {k: Observation(t, c, x, a) for k, (c, x, a) in offsets.items()}, prune=prune
+        )
+        by_offsets.observe_at(t, offsets, prune=prune)
+        assert len(by_offsets) == len(by_observation)
+        for key in keys:
+            assert by_offsets.window(key) == by_observation.window(key)
+        assert by_offsets.evaluate(observed) == by_observation.evaluate(observed)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_tracker_groups_roll_up_their_partitions(seed: int) -> None:
+    """Each group's evaluation is `group_status` of its partitions, the share of them with a
+    complete window, and their number."""
+    rng = random.Random(seed)
+    tracker = LagStatusTracker(window_size=3)
+    keys = [(g, "t", p) for g in ("a", "b", "c", "d") for p in range(rng.randrange(1, 4))]
+    for i in range(rng.randrange(1, 6)):
+        observed = rng.sample(keys, rng.randrange(1, len(keys) + 1))
+        tracker.observe_at(
+            15.0 * i,
+            {k: (rng.randrange(0, 5), rng.randrange(3, 9), rng.random() < 0.5) for k in observed},
+            prune=False,
+        )
+    report = tracker.evaluate()
+    groups = {key[0] for key in report.partitions}
+    assert set(report.groups) == groups
+    for group in groups:
+        mine = [e for key, e in report.partitions.items() if key[0] == group]
+        rolled = report.groups[group]
+        assert rolled.status is group_status(e.status for e in mine)
+        assert rolled.complete == sum(e.window_complete for e in mine) / len(mine)
+        assert rolled.partitions == len(mine)
