@@ -45,6 +45,7 @@ from benchmarks.exporter_cost_curve import (
 )
 from benchmarks.exporters_side_by_side import group_id, group_topic, load_average
 from tests.conftest import free_port
+from tests.realstack.exporters import exporter_argv
 from tests.realstack.kafka_cluster import KafkaCluster
 from vigia.common.logs import setup_logging
 
@@ -84,16 +85,10 @@ class Exporter:
 def start_exporter(name: str, checkout: Path, bootstrap: str, workdir: Path) -> Exporter:
     port = free_port()
     with open(workdir / f"{name}.log", "wb") as output:
+        # The harness's argv, run by the checkout's own interpreter.
+        argv = [str(checkout / ".venv/bin/python"), *exporter_argv(bootstrap, port)[1:]]
         process = subprocess.Popen(
-            [
-                str(checkout / ".venv/bin/python"),
-                "-m",
-                "vigia.exporter.cli",
-                "--bootstrap-servers",
-                bootstrap,
-                "--port",
-                str(port),
-            ],
+            argv,
             cwd=checkout,
             stdout=output,
             stderr=subprocess.STDOUT,

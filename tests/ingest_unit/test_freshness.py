@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from pyspark.sql import Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from tests.ingest_unit.conftest import kafka_frame
@@ -29,7 +29,7 @@ from vigia.ingest.job import BatchWriter
 from vigia.ingest.metrics import IngestMetrics
 from vigia.ingest.schema import SNAPSHOT_FIELD, SNAPSHOT_READ
 from vigia.ingest.sinks import ExactlyOnceSink
-from vigia.ingest.stored_observation import StoredObservation
+from vigia.ingest.stored_observation import StoredCounts, StoredObservation
 
 pytestmark = pytest.mark.spark
 
@@ -142,6 +142,23 @@ def test_counts_add_up_across_batches_and_a_missing_observation_is_zero() -> Non
     assert (one["live"] + one["live"]).count == 4
 
 
+def observe(observation: StoredObservation, frame: DataFrame) -> StoredCounts:
+    """The counts of ``frame``'s rows (columns d, stored_at, ts, snap), checking that the
+    observed frame keeps its columns."""
+    collected = Observation()
+    observed = observation.observe(
+        frame,
+        collected,
+        measure_date=F.col("d"),
+        stored_at=F.col("stored_at"),
+        ts=F.col("ts"),
+        snapshot_read=F.col("snap"),
+    )
+    assert observed.columns == frame.columns
+    observed.collect()
+    return observation.read(collected.get)
+
+
 def test_a_full_sum_counts_every_row_of_the_batch_in_one_cell(spark: SparkSession) -> None:
     """Seven rows: three bits a count, every cell of a family in one sum; all seven rows in the
     last cell of each: a date outside the window, redelivered, older than the last bound."""
@@ -154,18 +171,7 @@ def test_a_full_sum_counts_every_row_of_the_batch_in_one_cell(spark: SparkSessio
     window = [now.date() + dt.timedelta(days=ahead) for ahead in (0, 1)]
     observation = StoredObservation.for_batch(window, 7, 7)
     assert (observation.dated.sums, observation.fresh.sums) == (1, 1)
-    collected = Observation("full")
-    observed = observation.observe(
-        frame,
-        collected,
-        measure_date=F.col("d"),
-        stored_at=F.col("stored_at"),
-        ts=F.col("ts"),
-        snapshot_read=F.col("snap"),
-    )
-    assert observed.columns == frame.columns
-    observed.collect()
-    counts = observation.read(collected.get)
+    counts = observe(observation, frame)
     assert (counts.rows, counts.rows_by_date) == (7, {})
     assert counts.freshness["live"] == AgeCounts()
     assert counts.freshness["redelivered"] == AgeCounts(
@@ -191,16 +197,7 @@ def test_a_batch_of_one_cohort_counts_it_and_leaves_the_other_empty(spark: Spark
         "d date, stored_at timestamp, ts timestamp, snap boolean",
     )
     observation = StoredObservation.for_batch([now.date()], len(ages), 0)
-    collected = Observation("live")
-    observation.observe(
-        frame,
-        collected,
-        measure_date=F.col("d"),
-        stored_at=F.col("stored_at"),
-        ts=F.col("ts"),
-        snapshot_read=F.col("snap"),
-    ).collect()
-    counts = observation.read(collected.get)
+    counts = observe(observation, frame)
     assert (counts.rows, counts.rows_by_date) == (4, {now.date(): 4})
     assert counts.freshness["redelivered"] == AgeCounts()
     expected = tuple(sum(age <= le for age in ages) for le in FRESHNESS_BUCKETS)
