@@ -82,6 +82,13 @@ def exporter(
 ) -> Iterator[Running]:
     group = f"vigia-it-hes-{run_id}"
     with exporter_process(tmp_path / "exporter.log", *exporter_args(env, group)) as running:
+        # The HES watch and the Connect watchers serve before the first Kafka collection has
+        # completed; /api/v1/cluster answers 503 until it has (at load 25 that took long enough).
+        wait_for(
+            lambda: running.get("/readyz").status_code == 200,
+            DEADLINE,
+            "the exporter's first collection",
+        )
         yield running
 
 
