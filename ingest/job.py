@@ -6,7 +6,8 @@
       → foreachBatch: persist; split valid / rejected; dedupe_latest(valid); drop rows an
                       incremental snapshot re-delivered that are already stored
                       (ingest.redelivery); observe the stored rows (per day, freshness:
-                      ingest.freshness); ExactlyOnceSink publishes both as batch N     [per batch]
+                      ingest.stored_observation); ExactlyOnceSink publishes both as
+                      batch N                                                          [per batch]
 
 Exactly once end to end rests on three things: Spark's offset log fixes each batch's Kafka ranges
 before it runs (a replay reads the same messages); `ingest.sinks.ExactlyOnceSink` makes publishing a
