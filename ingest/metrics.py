@@ -312,7 +312,8 @@ class IngestMetrics(Collector):
         yield invalid
         yield counter(
             "vigia_ingest_duplicate_rows_total",
-            "Valid measures dropped because a newer one for the same key was in the same batch.",
+            "Valid measures not stored: a newer one for the same key in the same batch, "
+            "or a measure a repair re-delivered that was stored already.",
             self._duplicate_rows,
         )
         retries = CounterMetricFamily(
