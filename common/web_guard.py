@@ -1,5 +1,5 @@
 """The web configuration applied to each request: basic authentication and the response headers,
-as ASGI middleware (the exporter's FastAPI app) and WSGI middleware (the ingest job's /metrics,
+as ASGI middleware (the exporter's Starlette app) and WSGI middleware (the ingest job's /metrics,
 the Dash app). A request without valid credentials gets 401 with a WWW-Authenticate challenge."""
 
 from __future__ import annotations

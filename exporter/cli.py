@@ -14,6 +14,7 @@ import uvicorn
 from confluent_kafka import KafkaException
 
 from vigia.common.logs import setup_logging
+from vigia.common.malloc_arenas import limit_arenas
 from vigia.common.web_guard import AsgiGuard
 from vigia.common.web_tls import server_context
 from vigia.exporter.config import PROG, ConfigError, ExporterConfig, parse_config
@@ -47,6 +48,7 @@ def tune_gc() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    limit_arenas()  # before any thread starts
     try:
         config = parse_config(argv)
     except ConfigError as exc:

@@ -65,6 +65,7 @@ from vigia.exporter.kafka.group_requests import (
     Outcome,
     coordinator_of,
     enum_name,
+    forget_gone_groups,
     from_librdkafka,
     plan_describes,
 )
@@ -621,6 +622,8 @@ class KafkaAdapter:
         except Exception:  # the cluster phase reports kafka-python's failure
             client = None
         self._assignors = {g: a for g, a in self._assignors.items() if g in listed}
+        if client is not None and listed:
+            forget_gone_groups(client, group_ids)
         plan = plan_describes(group_ids, listed, self._assignors, client is not None)
         answers = self._ask_groups(plan, group_ids, named, client, deadline, phases)
         outcomes = {

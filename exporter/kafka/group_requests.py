@@ -258,6 +258,19 @@ def forget_coordinator(client: Any, group_id: str) -> None:
                 cached.pop(key, None)
 
 
+def forget_gone_groups(client: Any, listed: Iterable[str]) -> None:
+    """Drop the cached coordinators of groups that are no longer listed: kafka-python keeps one
+    for every group it was ever asked about, so a cluster whose groups come and go would grow the
+    cache, and the exporter's memory, without bound."""
+    cached = _cached_coordinators(client)
+    if cached is None:
+        return
+    keep = set(listed)
+    for key in list(cached):
+        if isinstance(key, tuple) and key[0] == CoordinatorType.GROUP and key[-1] not in keep:
+            cached.pop(key, None)
+
+
 def coordinator_of(client: Any, group_id: str) -> int | None:
     """The group's coordinator as kafka-python last found it (its OffsetFetch and DescribeGroups
     look it up), or None."""

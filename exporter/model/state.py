@@ -59,6 +59,10 @@ TP = tuple[str, int]  # (topic, partition)
 GTP = tuple[str, str, int]  # (group, topic, partition)
 K = TypeVar("K")
 V = TypeVar("V")
+# A broker back in the metadata still loads its groups' coordinators, answers slowly and takes
+# its partitions' leaders back for a while after its ISRs are whole: the timeouts and leader or
+# coordinator errors of that while are its motion. A minute covers a rejoin on a loaded machine.
+BROKER_SETTLE_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +166,9 @@ class ExporterState:
     broker_counts: Mapping[int, BrokerCounts]  # every broker in metadata or holding a replica
     # Every broker the cluster expects -> whether it is in the metadata; empty without metadata.
     broker_up: Mapping[int, bool]
-    # Brokers that went down or came back since the previous collection: their partitions'
-    # leaders and their groups' coordinators are still moving in this one.
-    brokers_changed: frozenset[int]
+    # Broker -> when (collection time) it last left or rejoined the metadata, for the last
+    # BROKER_SETTLE_SECONDS: its partitions' leaders and its groups' coordinators are still moving.
+    brokers_moved_at: Mapping[int, float]
     topic_broker_leaders: Mapping[tuple[str, int], int]  # (topic, broker) for replica holders
     replica_sizes: Mapping[tuple[str, int, int], int]  # (topic, partition, broker) -> bytes
     # Sums of the known replica sizes; a topic is absent when none of its sizes is known.
@@ -195,10 +199,11 @@ class ExporterState:
     @property
     def up(self) -> bool:
         """Whether the exporter did its job. While a broker is stopping, down or coming back
-        (out of some ISR it belongs to, absent from the metadata the cluster expects it in, back
-        in it since the previous collection, or failing its per-broker requests), what that
-        causes elsewhere in the collection (a request that waited for it, a leader or coordinator
-        moving) is the cluster's state, reported as such, not the exporter's failure."""
+        (out of some ISR it belongs to, absent from the metadata the cluster expects it in, in or
+        out of it for less than BROKER_SETTLE_SECONDS, or failing its per-broker requests), what
+        that causes elsewhere in the collection (a request that waited for it, a leader or
+        coordinator moving) is the cluster's state, reported as such, not the exporter's
+        failure."""
         if self.snapshot.ok:
             return True
         return self._brokers_moving() and self.snapshot.ok_but_for_moving_brokers
@@ -207,7 +212,7 @@ class ExporterState:
         snapshot = self.snapshot
         return (
             bool(snapshot.broker_failures)
-            or bool(self.brokers_changed)
+            or bool(self.brokers_moved_at)
             or not all(self.broker_up.values())
             or any(len(p.isr) < len(p.replicas) for t in snapshot.topics for p in t.partitions)
         )
@@ -301,7 +306,7 @@ def derive(
         partition_status=_frozen(_partition_status(snapshot.topics, min_isr)),
         broker_counts=_frozen(broker_counts),
         broker_up=_frozen(broker_up),
-        brokers_changed=_changed(previous.broker_up if previous else {}, broker_up),
+        brokers_moved_at=_frozen(_moved_at(previous, broker_up, snapshot.collected_at)),
         topic_broker_leaders=_frozen(_topic_broker_leaders(snapshot.topics)),
         replica_sizes=_frozen(replica_sizes),
         topic_size_bytes=_frozen(topic_size),
@@ -439,11 +444,24 @@ def _broker_up(snapshot: ClusterSnapshot) -> dict[int, bool]:
     return {b: b in live for b in sorted(expected)}
 
 
-def _changed(before: Mapping[int, bool], now: Mapping[int, bool]) -> frozenset[int]:
-    """Brokers whose state differs; none at the first collection, which has nothing to compare."""
-    if not before:
-        return frozenset()
-    return frozenset(b for b in before.keys() | now.keys() if before.get(b) != now.get(b))
+def _moved_at(
+    previous: ExporterState | None, now: Mapping[int, bool], collected_at: float
+) -> dict[int, float]:
+    """The brokers that left or rejoined the metadata in the last BROKER_SETTLE_SECONDS, and when.
+    None at the first collection, which has nothing to compare."""
+    if previous is None:
+        return {}
+    moved = {
+        b: t
+        for b, t in previous.brokers_moved_at.items()
+        if collected_at - t < BROKER_SETTLE_SECONDS
+    }
+    before = previous.broker_up
+    if before and now:
+        for b in before.keys() | now.keys():
+            if before.get(b) != now.get(b):
+                moved[b] = collected_at
+    return moved
 
 
 def _topic_broker_leaders(topics: tuple[Topic, ...]) -> dict[tuple[str, int], int]:

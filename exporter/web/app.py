@@ -6,6 +6,9 @@ rendering. The probe's part (its families, the JSON's "probe" section) is small 
 schedule: it is rendered from the runner's in-memory counters at each request and appended to the
 cached part.
 The Connect watchers' part (exporter.connect) is appended the same way, from their last polls.
+
+A plain Starlette app: five GET routes need no request validation or OpenAPI schema, and FastAPI's
+models were ≈13 MB of the process's resident memory (docs/performance.md, "Resident memory").
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
 
 from vigia.exporter.collectors import render_bytes, render_pace, render_probe, render_source
 from vigia.exporter.collectors.text_format import CONTENT_TYPE, text
@@ -85,14 +90,14 @@ def create_app(
     source: SourceWatcher | None = None,
     granularity: Granularity = DEFAULT,
     cluster_name: str | None = None,
-) -> FastAPI:
-    """The exporter's FastAPI app; with manage_service it starts and stops the collection loop,
+) -> Starlette:
+    """The exporter's ASGI app; with manage_service it starts and stops the collection loop,
     the Connect watchers (each polls its Connect cluster on its own thread) and the source watch.
     /metrics serves the families at `granularity`; /api/v1/cluster always has full detail and
     names the cluster (`cluster.name`) when given its name."""
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         if manage_service:
             service.start()
             for watcher in connect:
@@ -109,7 +114,6 @@ def create_app(
                     source.stop()
                 service.stop()
 
-    app = FastAPI(title="vigia-exporter", version=VERSION, lifespan=lifespan)
     exposition = _PerState(lambda s: render_bytes(s, granularity))
     # The document without its closing brace, so that the probe section can follow.
     cluster = _PerState(
@@ -118,8 +122,7 @@ def create_app(
 
     connect_exposition = CachedExposition()
 
-    @app.get("/metrics")
-    def metrics() -> Response:
+    def metrics(_: Request) -> Response:
         state = service.state
         live = (
             render_probe(service.probe)
@@ -134,19 +137,16 @@ def create_app(
             media_type=CONTENT_TYPE,
         )
 
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    def healthz(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
 
-    @app.get("/readyz")
-    def readyz() -> JSONResponse:
+    def readyz(_: Request) -> JSONResponse:
         state = service.state
         if state is None:
             return JSONResponse({"ready": False, "error": "no collection has completed yet"}, 503)
         return JSONResponse({"ready": True, "up": state.up})
 
-    @app.get("/api/v1/cluster")
-    def cluster_view() -> Response:
+    def cluster_view(_: Request) -> Response:
         state = service.state
         if state is None:
             return JSONResponse({"error": "no collection has completed yet"}, 503)
@@ -161,12 +161,19 @@ def create_app(
         )[1:]
         return Response(cluster.get(state) + b"," + section, media_type="application/json")
 
-    @app.get("/", response_class=HTMLResponse)
-    def landing() -> str:
+    def landing(_: Request) -> HTMLResponse:
         probe_status = service.probe.status if service.probe is not None else DISABLED
-        return _landing(service.state, probe_status)
+        return HTMLResponse(_landing(service.state, probe_status))
 
-    return app
+    # Sync endpoints run in Starlette's thread pool, off the event loop, as FastAPI ran them.
+    routes = [
+        Route("/metrics", metrics),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/api/v1/cluster", cluster_view),
+        Route("/", landing),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 def _pipeline_topic(source: SourceWatcher | None) -> str:

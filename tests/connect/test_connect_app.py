@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from tests.conftest import free_port
 from tests.connect.recorded import RecordedConnect, recorded_connect

@@ -39,9 +39,17 @@ SERVED_BY = {"vigia_ingest_": "vigia-ingest", "vigia_simulator_": "vigia-simulat
 
 
 def _defined_in_sources() -> set[str]:
-    """Flags the helpers (`python -m vigia.launcher.…`) and benchmarks define as string literals."""
+    """Flags the helpers (`python -m vigia.launcher.…`) and benchmarks define as string literals,
+    and the `--no-` forms of those that are `BooleanOptionalAction`s."""
     sources = [*(REPO / "launcher").glob("*.py"), *(REPO / "benchmarks").glob("*.py")]
-    return {f for p in sources for f in re.findall(r"\"(--[a-z][a-z0-9-]*)\"", p.read_text())}
+    texts = [p.read_text() for p in sources]
+    flags = {f for t in texts for f in re.findall(r"\"(--[a-z][a-z0-9-]*)\"", t)}
+    negated = {
+        f"--no-{f[2:]}"
+        for t in texts
+        for f in re.findall(r"\"(--[a-z][a-z0-9-]*)\",[^)]*?BooleanOptionalAction", t)
+    }
+    return flags | negated
 
 
 def test_the_committed_reference_is_the_generated_one() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, generate_latest
+from starlette.testclient import TestClient
 
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster

@@ -11,7 +11,7 @@ import weakref
 from dataclasses import replace
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from tests.exporter.exposition import samples, value
 from tests.exporter.fake_kafka import FakeCluster

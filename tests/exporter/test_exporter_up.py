@@ -9,7 +9,7 @@ import pytest
 
 from tests.exporter.test_exporter_state import _snap
 from vigia.exporter.model.snapshot import BrokerLogDirs, ClusterSnapshot, PhaseError
-from vigia.exporter.model.state import derive
+from vigia.exporter.model.state import BROKER_SETTLE_SECONDS, derive
 
 # Recorded on the real cluster in the collection during which broker 1 stopped.
 WHILE_A_BROKER_STOPS = (
@@ -21,9 +21,9 @@ LOG_DIRS_OF_1_FAILED = (BrokerLogDirs(1, "NodeNotReadyError: 1", ()),)
 
 
 def _collection(
-    errors: tuple[PhaseError, ...], log_dirs: tuple[BrokerLogDirs, ...] = ()
+    errors: tuple[PhaseError, ...], log_dirs: tuple[BrokerLogDirs, ...] = (), at: float = 100.0
 ) -> ClusterSnapshot:
-    return replace(_snap(100.0, {"t": [(1, 10), (2, 10)]}, errors=errors), log_dirs=log_dirs)
+    return replace(_snap(at, {"t": [(1, 10), (2, 10)]}, errors=errors), log_dirs=log_dirs)
 
 
 def test_errors_a_stopping_broker_causes_keep_up_1_when_its_own_requests_fail() -> None:
@@ -49,15 +49,29 @@ def test_a_broker_leaving_the_isrs_while_still_in_the_metadata_excuses_them_too(
     assert derive(None, snapshot).up
 
 
-def test_a_broker_back_in_the_metadata_since_the_previous_collection_excuses_them_too() -> None:
-    """Its groups' coordinators load and its share of ListGroups waits, in the collection that
-    first sees it again; ISRs and per-broker answers may already be whole."""
+def test_a_broker_back_in_the_metadata_for_less_than_a_minute_excuses_them_too() -> None:
+    """Its groups' coordinators load, its share of ListGroups waits and its leaders come back to
+    it for a while after it is in the metadata again, its ISRs and its own answers whole."""
     before = _collection(())
     away = replace(before, brokers=tuple(b for b in before.brokers if b.id != 3))
-    back = derive(derive(None, away), _collection(WHILE_A_BROKER_STOPS))
-    assert back.brokers_changed == {3}
-    assert back.up
-    assert not derive(back, _collection(WHILE_A_BROKER_STOPS)).up  # one collection later
+    back = derive(derive(None, away), _collection(WHILE_A_BROKER_STOPS, at=110.0))
+    assert back.brokers_moved_at == {3: 110.0}
+    later = derive(back, _collection(WHILE_A_BROKER_STOPS, at=110.0 + BROKER_SETTLE_SECONDS - 1))
+    assert back.up and later.up
+    settled = derive(later, _collection(WHILE_A_BROKER_STOPS, at=110.0 + BROKER_SETTLE_SECONDS))
+    assert settled.brokers_moved_at == {}
+    assert not settled.up
+
+
+def test_a_broker_going_away_is_remembered_across_a_collection_without_metadata() -> None:
+    before = _collection(())
+    away = replace(
+        before, brokers=tuple(b for b in before.brokers if b.id != 3), collected_at=110.0
+    )
+    blind = replace(_collection((PhaseError("metadata", "timed out"),), at=112.0), topics=())
+    state = derive(derive(derive(None, before), away), blind)
+    assert state.brokers_moved_at == {3: 110.0}
+    assert derive(state, _collection(WHILE_A_BROKER_STOPS, at=114.0)).up
 
 
 def test_a_request_to_a_broker_handle_librdkafka_retired_is_broker_motion_too() -> None:
