@@ -59,6 +59,7 @@ from vigia.ingest.deadline_watch import (
     load_state,
     stored_by_deadline,
 )
+from vigia.ingest.graceful_stop import GracefulStop
 from vigia.ingest.hes_source import DayRowsRefresher, day_rows
 from vigia.ingest.kafka_source import SOURCE_NAME, register
 from vigia.ingest.kafka_source.adapter import ERROR_MARKER, KafkaAdmin, KafkaSourceError
@@ -543,17 +544,28 @@ class IngestJob:
                 self.spark.streams.removeListener(listener)
 
     def _await(self, query: StreamingQuery) -> None:
-        # Poll rather than block: a signal handler cannot safely call into the JVM while the main
-        # thread sits inside a py4j call.
-        while not query.awaitTermination(1):
-            if self._stop_now.is_set() or (
-                self._stop.is_set() and not query.status["isTriggerActive"]
-            ):
-                query.stop()
-                break
-        exc = query.exception()
-        if exc is not None:
-            raise exc
+        await_query(query, self._stop, self._stop_now)
+
+
+def await_query(query: StreamingQuery, stop: threading.Event, stop_now: threading.Event) -> None:
+    """Until the query ends, or is stopped after its current batch (`stop`) or at once
+    (`stop_now`); raises the query's failure."""
+    # Poll rather than block: a signal handler cannot safely call into the JVM while the main
+    # thread sits inside a py4j call.
+    stopping = GracefulStop()
+    while not query.awaitTermination(1):
+        last = query.lastProgress
+        if stopping.due(
+            stop.is_set(),
+            stop_now.is_set(),
+            query.status["isTriggerActive"],
+            -1 if last is None else last.batchId,
+        ):
+            query.stop()
+            break
+    exc = query.exception()
+    if exc is not None:
+        raise exc
 
 
 def serve_metrics(
