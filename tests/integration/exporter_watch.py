@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ class Watch:
     scrape itself failed)."""
 
     looks: list[tuple[float, float | None]] = field(default_factory=list)
+    first_look_at: str = ""  # wall clock, to find the exporter log's lines of a bad look
     stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self, exporter: Running) -> None:
@@ -63,6 +65,7 @@ class Watch:
                 up = None
             started = started or up == 1
             if started:
+                self.first_look_at = self.first_look_at or datetime.now().isoformat(" ")
                 self.looks.append((time.monotonic(), up))
 
     def assert_up_throughout(self, exporter: Running) -> None:
@@ -70,10 +73,18 @@ class Watch:
         if bad:
             errors = exporter.get("/api/v1/cluster").json().get("errors")
             raise AssertionError(
-                f"up not 1 in {len(bad)} of {len(self.looks)} scrapes (seconds in, value): "
-                f"{bad[:20]}; errors now: {errors}"
+                f"up not 1 in {len(bad)} of {len(self.looks)} scrapes (seconds after "
+                f"{self.first_look_at}, value): "
+                f"{bad[:20]}; errors now: {errors}; the exporter's own lines:\n"
+                + _own_lines(exporter.log_text())
             )
         assert len(self.looks) > 10, "the watcher hardly scraped"
+
+
+def _own_lines(log: str) -> str:
+    """The exporter's state changes (librdkafka's connection lines left out): which collection
+    failed, and why, when a CI log is all there is."""
+    return "\n".join(line for line in log.splitlines() if "librdkafka" not in line)
 
 
 @pytest.fixture(scope="module")
