@@ -96,21 +96,27 @@ print(f"CPU-s per collection: collect {median(collect):.3f} ({median(wall):.2f} 
 """
 
 
-def fill(bootstrap: str, topics: list[str], per_partition: int) -> None:
-    """`per_partition` messages in every partition: the groups' commits at 1 leave them lag."""
+def fill(
+    bootstrap: str, topics: list[str], per_partition: int, partitions: int = PARTITIONS
+) -> None:
+    """`per_partition` messages in every partition of the topics (`partitions` each): the groups'
+    commits at 1 leave them lag."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for topic, partition, n in itertools.product(topics, range(PARTITIONS), range(per_partition)):
+    for topic, partition, n in itertools.product(topics, range(partitions), range(per_partition)):
         producer.produce(topic, value=b'{"n": %d}' % n, partition=partition)
         producer.poll(0)
     if producer.flush(120):
         raise RuntimeError("the messages could not be written in 2 minutes")
 
 
-def produce(bootstrap: str, topics: list[str], stop: threading.Event) -> None:
-    """About 100 messages a second round the partitions until `stop`: the backlogs grow, as a
-    stopped ingest job's would, and the offsets move between collections."""
+def produce(
+    bootstrap: str, topics: list[str], stop: threading.Event, partitions: int = PARTITIONS
+) -> None:
+    """About 100 messages a second round the partitions (`partitions` per topic) until `stop`:
+    the backlogs grow, as a stopped ingest job's would, and the offsets move between
+    collections."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for topic, partition in itertools.cycle(itertools.product(topics, range(PARTITIONS))):
+    for topic, partition in itertools.cycle(itertools.product(topics, range(partitions))):
         if stop.wait(0.01):
             break
         producer.produce(topic, value=b"{}", partition=partition)

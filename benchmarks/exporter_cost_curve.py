@@ -1,8 +1,9 @@
 """The exporter's cost as consumer groups grow, kafka_exporter 1.9.0 side by side (issue 24 §1).
 
 Starts the harness's real 3-node Kafka 4.0 cluster (tests/realstack), a topic base of
-`--partitions` partitions (topics of 40, RF 3, a trickle of writes so that offsets move), one
-6-partition topic `orders` holding a backlog, and then, for each size of `--groups`, adds groups
+`--partitions` partitions (topics of `--topic-partitions`, 40 by default, at `--replication`, RF 3
+by default, a trickle of writes so that offsets move), one 6-partition topic `orders` (RF
+`--replication` too) holding a backlog, and then, for each size of `--groups`, adds groups
 (never restarting the cluster) that committed offsets on `orders` behind its end (lag); the first
 `--live-groups` of them have a live member (a consumer that polls and never commits). At each size
 it runs, one after the other on the same cluster so that neither's wall time holds the other's CPU:
@@ -27,6 +28,10 @@ timer, plus each thread's CPU from /proc, so librdkafka's C threads show too).
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporter_cost_curve \\
         --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --groups 50,500,2000,4000 \\
         --profile-at 2000
+    # kafka_exporter issue 509's shape: 3,000 topics of 4 partitions, 2,000 groups, RF 1
+    flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporter_cost_curve \\
+        --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --groups 2000 \\
+        --partitions 12000 --topic-partitions 4 --replication 1
 
 Results and the machine: docs/performance.md.
 """
@@ -137,28 +142,54 @@ def group_id(n: int) -> str:
     return f"curve-group-{n:05d}"
 
 
-def build_base(bootstrap: str, partitions: int, messages: int) -> list[str]:
-    """Topics of 40 partitions (RF 3) adding up to `partitions`, `messages` in each partition, and
-    `orders` with its backlog."""
-    topics = [f"base-{n:03d}" for n in range(max(1, partitions // PARTITIONS))]
-    log.info("creating %d topics of %d partitions (RF 3)", len(topics), PARTITIONS)
-    # In batches: one CreateTopics of 250 topics (10,000 partitions) would outlast its timeout.
-    for batch in chunks(topics, 25):
-        seed(bootstrap, list(batch), 0)
+CREATE_PARTITIONS = 1000  # partitions per CreateTopics call
+
+
+def base_topics(partitions: int, topic_partitions: int) -> list[str]:
+    """The base's topic names: `partitions // topic_partitions` topics (at least one), numbered
+    wide enough to sort in order (`base-000`… up to 1,000 topics, `base-0000`… beyond)."""
+    count = max(1, partitions // topic_partitions)
+    width = max(3, len(str(count - 1)))
+    return [f"base-{n:0{width}d}" for n in range(count)]
+
+
+def create_batches(topics: Sequence[str], topic_partitions: int) -> list[Sequence[str]]:
+    """The topics in CreateTopics calls of about CREATE_PARTITIONS partitions each: one call of
+    10,000 partitions outlasts its timeout, and the partitions, not the topics, are the work."""
+    return list(chunks(topics, max(1, CREATE_PARTITIONS // topic_partitions)))
+
+
+def build_base(
+    bootstrap: str,
+    partitions: int,
+    messages: int,
+    topic_partitions: int = PARTITIONS,
+    replication: int = 3,
+) -> list[str]:
+    """Topics of `topic_partitions` partitions (RF `replication`) adding up to `partitions`,
+    `messages` in each partition, and `orders` with its backlog (RF `replication` too)."""
+    topics = base_topics(partitions, topic_partitions)
+    log.info(
+        "creating %d topics of %d partitions (RF %d)", len(topics), topic_partitions, replication
+    )
+    for batch in create_batches(topics, topic_partitions):
+        seed(bootstrap, list(batch), 0, topic_partitions, replication)
     if messages:
         try:
-            fill(bootstrap, topics, messages)
+            fill(bootstrap, topics, messages, topic_partitions)
         except RuntimeError as exc:
             # Seen on the saturated shared machine right after the base was created: the live
             # producer writes into every partition anyway, so the run goes on.
             log.warning("the topic base's first messages: %s; going on without them", exc)
-    group_topic_with_backlog(bootstrap, GROUP_TOPIC, GROUP_TOPIC_PARTITIONS)
+    group_topic_with_backlog(bootstrap, GROUP_TOPIC, GROUP_TOPIC_PARTITIONS, replication)
     return topics
 
 
-def group_topic_with_backlog(bootstrap: str, topic: str, partitions: int) -> None:
-    """The topic the groups commit on (RF 3), BACKLOG messages in each partition."""
-    create_topic(bootstrap, topic, partitions, replication=3)
+def group_topic_with_backlog(
+    bootstrap: str, topic: str, partitions: int, replication: int = 3
+) -> None:
+    """The topic the groups commit on (RF `replication`), BACKLOG messages in each partition."""
+    create_topic(bootstrap, topic, partitions, replication=replication)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for partition, n in itertools.product(range(partitions), range(BACKLOG)):
         producer.produce(topic, value=b'{"n": %d}' % n, partition=partition)
@@ -488,32 +519,22 @@ def main() -> None:
     parser.add_argument("--kafka-home", type=Path, required=True)
     parser.add_argument("--kafka-exporter", type=Path, default=KAFKA_EXPORTER)
     parser.add_argument("--groups", type=sizes, default=[50, 500, 2000, 4000])
-    parser.add_argument("--partitions", type=int, default=2000, help="the topic base")
-    parser.add_argument("--messages", type=int, default=5, help="per base partition")
+    add_base_arguments(parser)
     parser.add_argument("--live-groups", type=int, default=10, help="groups with a live member")
     parser.add_argument("--warm-collections", type=int, default=2)
     parser.add_argument("--collections", type=int, default=4)
     parser.add_argument("--scrapes", type=int, default=3)
     parser.add_argument("--profile-at", type=int, help="profile collections at this many groups")
     parser.add_argument("--profile-collections", type=int, default=3)
-    parser.add_argument("--workdir", type=Path, help="kept afterwards (default: a temporary one)")
     args = parser.parse_args()
-    setup_logging("INFO")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per scrape otherwise
-    # A stop by PID still stops the exporters, the members and the cluster (finally blocks).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="vigia-curve-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    cluster = KafkaCluster(args.kafka_home, workdir / "kafka")
+    cluster, workdir = benchmark_cluster(args.kafka_home, args.workdir, "vigia-curve-")
     stop = threading.Event()
     workers: list[threading.Thread] = []
     rows: list[Row] = []
     began = time.monotonic()
     try:
-        cluster.start_all()
-        bootstrap = cluster.bootstrap
-        topics = build_base(bootstrap, args.partitions, args.messages)
-        workers.append(start_thread(produce, bootstrap, topics, stop))
+        bootstrap, producer = start_base(cluster, args, stop)
+        workers.append(producer)
         workers.append(start_thread(trickle, bootstrap, stop))
         made = 0
         for size in args.groups:
@@ -546,6 +567,56 @@ def _anchor(
         log.warning("no kafka_exporter at %s: Vigía alone", args.kafka_exporter)
         return None
     return measure_anchor(args.kafka_exporter, bootstrap, jmx, workdir, args.scrapes)
+
+
+def add_base_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partitions", type=int, default=2000, help="the topic base's partitions in all"
+    )
+    parser.add_argument(
+        "--topic-partitions",
+        type=int,
+        default=PARTITIONS,
+        help=f"partitions per base topic (default {PARTITIONS}); the base has "
+        "--partitions // --topic-partitions topics",
+    )
+    parser.add_argument(
+        "--replication",
+        type=int,
+        default=3,
+        help="replication factor of the base topics and of the groups' topics (default 3; "
+        "the cluster has 3 brokers either way)",
+    )
+    parser.add_argument("--messages", type=int, default=5, help="per base partition")
+    parser.add_argument("--workdir", type=Path, help="kept afterwards (default: a temporary one)")
+
+
+def start_base(
+    cluster: KafkaCluster, args: argparse.Namespace, stop: threading.Event
+) -> tuple[str, threading.Thread]:
+    """The cluster started, the topic base built (`--partitions`, `--topic-partitions`,
+    `--replication`, `--messages`) and its live producer running until `stop`: the bootstrap
+    servers and the producer's thread."""
+    cluster.start_all()
+    bootstrap = cluster.bootstrap
+    topics = build_base(
+        bootstrap, args.partitions, args.messages, args.topic_partitions, args.replication
+    )
+    return bootstrap, start_thread(produce, bootstrap, topics, stop, args.topic_partitions)
+
+
+def benchmark_cluster(
+    kafka_home: Path, workdir: Path | None, prefix: str
+) -> tuple[KafkaCluster, Path]:
+    """A benchmark's logging and the harness's cluster (not started) in `workdir`, kept
+    afterwards, or in a temporary one."""
+    setup_logging("INFO")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per scrape otherwise
+    # A stop by PID still stops the exporters, the members and the cluster (finally blocks).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    workdir = workdir or Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
+    return KafkaCluster(kafka_home, workdir / "kafka"), workdir
 
 
 def start_thread(target: Callable[..., None], *args: object) -> threading.Thread:

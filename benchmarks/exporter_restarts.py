@@ -88,17 +88,26 @@ def scrape_loop(url: str, stop: threading.Event, into: Scrapes) -> None:
             into.down.append((now - began, str(errors)[:300]))
 
 
-def seed(bootstrap: str, topics: list[str], groups: int) -> None:
-    """The topics, and `groups` groups that committed offsets on one of them (no members)."""
+def seed(
+    bootstrap: str,
+    topics: list[str],
+    groups: int,
+    partitions: int = PARTITIONS,
+    replication: int = 3,
+) -> None:
+    """The topics (`partitions` each, RF `replication`), and `groups` groups that committed
+    offsets on one of them (no members)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics(
-        [NewTopic(t, PARTITIONS, 3) for t in topics], request_timeout=120
+        [NewTopic(t, partitions, replication) for t in topics], request_timeout=120
     ).values():
         future.result(timeout=180)
     commit_groups(
         admin,
         {
-            f"drill-group-{n}": [TopicPartition(topics[n % len(topics)], p, 1) for p in range(20)]
+            f"drill-group-{n}": [
+                TopicPartition(topics[n % len(topics)], p, 1) for p in range(min(20, partitions))
+            ]
             for n in range(groups)
         },
     )

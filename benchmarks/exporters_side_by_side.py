@@ -2,25 +2,33 @@
 
 Both run at the same time on one real 3-node Kafka 4.0 cluster (the harness's,
 tests/realstack) under the same load: `exporter_cost_curve.py`'s topic base (`--partitions`
-partitions in topics of 40, RF 3, a live producer of ≈100 messages a second) and `--groups`
-consumer groups of one shape (`--shape`: each group commits every partition of one topic of 6,
-or of 100, partitions, at an offset of its own behind a backlog that a trickle keeps growing; the
-first `--live-groups` have a live member). Each exporter has one scraper thread that scrapes it
-every 15 s as Prometheus does, or at once when a scrape took longer. After a warm-up (Vigía's
-second collection and kafka_exporter's first completed scrape), each of `--repetitions` windows
-of `--window` seconds reports, for each exporter over the same wall window:
+partitions in topics of `--topic-partitions` (40), RF `--replication` (3), a live producer of
+≈100 messages a second) and `--groups` consumer groups of one shape (`--shape`: each group
+commits every partition of one topic of 6, or of 100, partitions, at an offset of its own behind
+a backlog that a trickle keeps growing; the first `--live-groups` have a live member). Each
+exporter has one scraper thread that scrapes it every 15 s as Prometheus does, or at once when a
+scrape took longer. After a warm-up (Vigía's second collection and kafka_exporter's first
+completed scrape), each of `--repetitions` windows of `--window` seconds reports, for each
+exporter over the same wall window:
 
 - whole-process CPU (utime+stime of every thread, /proc/PID/stat) per fresh view of the cluster
   (a Vigía collection; a completed kafka_exporter scrape) and per 15 s of wall time;
 - peak RSS (VmHWM), the series of its last scrape, scrape latency (median, max), gaps (15-s
-  intervals of the window in which the scraper received no fresh value).
+  intervals of the window in which the exporter produced no fresh value: no completed
+  kafka_exporter scrape, no Vigía collection end).
 
-Repetitions are consecutive windows of the same two processes. The load average is printed
+`--vigia-variant ARGS` runs one more Vigía with these extra flags beside them, measured the same
+way (`--vigia-variant=--no-probe`: the view kafka_exporter gives, without Vigía's end-to-end
+probe). Repetitions are consecutive windows of the same processes. The load average is printed
 with each window: the machine is shared. The arithmetic is `side_by_side_stats.py`'s.
 
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporters_side_by_side \\
         --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --groups 50 --shape 6 \\
         --window 150 --repetitions 3
+    # kafka_exporter issue 509's shape: 3,000 topics of 4 partitions, 2,000 groups, RF 1
+    flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporters_side_by_side \\
+        --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --groups 2000 --shape 6 \\
+        --partitions 12000 --topic-partitions 4 --replication 1
 
 Results: docs/performance.md, "Side by side, like for like".
 """
@@ -28,15 +36,14 @@ Results: docs/performance.md, "Side by side, like for like".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
-import signal
+import shlex
 import statistics
-import sys
-import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,18 +51,19 @@ from pathlib import Path
 import httpx
 
 from benchmarks import side_by_side_stats as stats
-from benchmarks.exporter_collect_real import produce
 from benchmarks.exporter_cost_curve import (
     GROUP_TOPIC,
     GROUP_TOPIC_PARTITIONS,
     KAFKA_EXPORTER,
+    add_base_arguments,
     add_groups,
-    build_base,
+    benchmark_cluster,
     cpu_seconds,
     group_topic_with_backlog,
     live_member,
     memory_mb,
     sizes,
+    start_base,
     start_thread,
     trickle,
 )
@@ -70,8 +78,6 @@ from tests.realstack.exporters import (
     series_count,
     wait_listening,
 )
-from tests.realstack.kafka_cluster import KafkaCluster
-from vigia.common.logs import setup_logging
 
 log = logging.getLogger("benchmarks.exporters_side_by_side")
 
@@ -82,13 +88,13 @@ VIGIA, ANCHOR = "Vigía", "kafka_exporter"
 # -- the load ---------------------------------------------------------------------------------
 
 
-def group_topic(bootstrap: str, shape: int) -> str:
+def group_topic(bootstrap: str, shape: int, replication: int = 3) -> str:
     """The topic the groups commit on: build_base's `orders` for 6 partitions, else one of
-    `shape` partitions with the same backlog."""
+    `shape` partitions (RF `replication`, as the base) with the same backlog."""
     if shape == GROUP_TOPIC_PARTITIONS:
         return GROUP_TOPIC
     topic = f"orders-{shape}"
-    group_topic_with_backlog(bootstrap, topic, shape)
+    group_topic_with_backlog(bootstrap, topic, shape, replication)
     return topic
 
 
@@ -112,10 +118,12 @@ class Scrape:
 
 @dataclass
 class Scraper:
-    """One thread scraping one exporter every 15 s (at once when a scrape took longer)."""
+    """One thread scraping one exporter every 15 s (at once when a scrape took longer);
+    `read` also gets each completed scrape's exposition."""
 
     url: str
     stop: threading.Event
+    read: Callable[[float, str], None] | None = None  # (the scrape's start, its exposition)
     scrapes: list[Scrape] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -138,6 +146,8 @@ class Scraper:
             )
             with self.lock:
                 self.scrapes.append(done)
+            if ok and self.read is not None:
+                self.read(started, text)
             self.stop.wait(max(0.0, started + stats.SCRAPE_INTERVAL - time.time()))
 
     def taken(self) -> list[Scrape]:
@@ -191,18 +201,23 @@ def judge(
     cpu: float,
     peak_rss_mb: float,
 ) -> Window:
-    vigia = name == VIGIA
+    vigia = name.startswith(VIGIA)
     views = fresh_views(scrapes, vigia)
     # The last view before the window too: the period between views spans its edge.
     around = [v for v in views if v.ended < end]
     before = [v for v in around if v.ended < start][-1:]
     inside = [v for v in around if v.ended >= start]
+    # A fresh value is produced when a Vigía collection ends, or a kafka_exporter scrape does.
+    produced_at = [v.ended for v in inside]
     if vigia:
         seen = [*before, *inside]
         starts = [v.stamp - (v.collection_seconds or 0.0) for v in seen if v.stamp is not None]
         duration = statistics.median([v.collection_seconds or 0.0 for v in seen] or [0.0])
         count = stats.collections_seen(starts, stats.SCRAPE_INTERVAL, duration)
         period = stats.view_period(starts, count or None)
+        # Up to the window's end: the next seen collection tells whether one ended unseen.
+        ends = [v.stamp for v in views if v.stamp is not None and v.stamp < end + period]
+        produced_at = stats.produced(ends, max(stats.SCRAPE_INTERVAL, duration))
     else:
         period = stats.view_period([v.ended for v in (*before, *inside)])
     window = end - start
@@ -215,7 +230,7 @@ def judge(
         window / period if not math.isnan(period) else math.nan,
         statistics.median(latencies) if latencies else math.nan,
         max(latencies) if latencies else math.nan,
-        stats.gaps([v.ended for v in inside], start, end),
+        stats.gaps(produced_at, start, end),
         stats.intervals_in(start, end),
         peak_rss_mb,
         last[0].series if last else 0,
@@ -223,11 +238,12 @@ def judge(
     )
 
 
-def wait_warm(vigia: Scraper, anchor: Scraper, deadline: float) -> None:
-    """Vigía's second collection seen (connections, first record-time reads, histories) and
+def wait_warm(vigias: Sequence[Scraper], anchor: Scraper, deadline: float) -> None:
+    """Each Vigía's second collection seen (connections, first record-time reads, histories) and
     kafka_exporter's first scrape completed (its metadata refresh)."""
     while time.monotonic() < deadline:
-        if len(fresh_views(vigia.taken(), True)) >= 2 and fresh_views(anchor.taken(), False):
+        warm = all(len(fresh_views(v.taken(), True)) >= 2 for v in vigias)
+        if warm and fresh_views(anchor.taken(), False):
             return
         time.sleep(1.0)
     raise TimeoutError("the exporters did not warm up before the deadline")
@@ -241,22 +257,39 @@ def load_average() -> str:
 @dataclass(frozen=True)
 class Repetition:
     load: str
-    vigia: Window
+    vigias: tuple[Window, ...]  # at its defaults first, then each variant
     anchor: Window
 
 
+def vigia_name(variant: str) -> str:
+    return f"{VIGIA} {variant}" if variant else VIGIA
+
+
 def measure(
-    binary: Path, bootstrap: str, workdir: Path, window: float, repetitions: int
+    binary: Path,
+    bootstrap: str,
+    workdir: Path,
+    window: float,
+    repetitions: int,
+    variants: Sequence[str],
 ) -> list[Repetition]:
-    ports = free_port(), free_port()
+    names = [*(vigia_name(v) for v in ("", *variants)), ANCHOR]
+    ports = [free_port() for _ in names]
+    argvs = [
+        exporter_argv(bootstrap, port, *shlex.split(v))
+        for port, v in zip(ports, ("", *variants), strict=False)
+    ]
+    argvs.append(kafka_exporter_argv(binary, bootstrap, ports[-1]))
     urls = [f"http://127.0.0.1:{port}" for port in ports]
     stop = threading.Event()
     done: list[Repetition] = []
-    with (
-        running("vigia-exporter", exporter_argv(bootstrap, ports[0]), workdir) as v,
-        running("kafka_exporter", kafka_exporter_argv(binary, bootstrap, ports[1]), workdir) as k,
-    ):
-        assert v.pid is not None and k.pid is not None
+    with contextlib.ExitStack() as processes:
+        pids = []
+        for n, argv in enumerate(argvs):
+            log_name = "kafka_exporter" if n == len(names) - 1 else f"vigia-exporter-{n}"
+            process = processes.enter_context(running(log_name, argv, workdir))
+            assert process.pid is not None
+            pids.append(process.pid)
         for url in urls:
             wait_listening(url)
         scrapers = [Scraper(url, stop) for url in urls]
@@ -264,19 +297,19 @@ def measure(
         for thread in threads:
             thread.start()
         try:
-            wait_warm(*scrapers, time.monotonic() + 600)
+            wait_warm(scrapers[:-1], scrapers[-1], time.monotonic() + 600)
             for n in range(repetitions):
                 load = load_average()
-                start, cpu = time.time(), (cpu_seconds(v.pid), cpu_seconds(k.pid))
+                start, began = time.time(), [cpu_seconds(pid) for pid in pids]
                 time.sleep(window)
-                end, spent = time.time(), (cpu_seconds(v.pid) - cpu[0], cpu_seconds(k.pid) - cpu[1])
-                rep = Repetition(
-                    load,
-                    judge(VIGIA, scrapers[0].taken(), start, end, spent[0], memory_mb(v.pid)[1]),
-                    judge(ANCHOR, scrapers[1].taken(), start, end, spent[1], memory_mb(k.pid)[1]),
-                )
+                end = time.time()
+                windows = [
+                    judge(name, s.taken(), start, end, cpu_seconds(pid) - cpu, memory_mb(pid)[1])
+                    for name, s, pid, cpu in zip(names, scrapers, pids, began, strict=True)
+                ]
+                rep = Repetition(load, tuple(windows[:-1]), windows[-1])
                 done.append(rep)
-                log.info("repetition %d (load %s): %s | %s", n + 1, load, rep.vigia, rep.anchor)
+                log.info("repetition %d (load %s): %s", n + 1, load, " | ".join(map(str, windows)))
         finally:
             stop.set()
             for thread in threads:
@@ -301,10 +334,10 @@ def print_report(groups: int, shape: int, reps: Sequence[Repetition]) -> None:
         "(median) | scrape s (max) | gaps / 15-s intervals | peak RSS MB | series |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for name in (VIGIA, ANCHOR):
-        ws = [r.vigia if name == VIGIA else r.anchor for r in reps]
+    rows = [[r.vigias[n] for r in reps] for n in range(len(reps[0].vigias))]
+    for ws in [*rows, [r.anchor for r in reps]]:
         print(
-            f"| {name} | {_cells([w.cpu_per_view for w in ws], 3)} | "
+            f"| {ws[0].exporter} | {_cells([w.cpu_per_view for w in ws], 3)} | "
             f"{_cells([w.cpu_per_15s for w in ws], 3)} | {_cells([w.views for w in ws], 1)} | "
             f"{_cells([w.scrape_median for w in ws], 2)} | "
             f"{_cells([w.scrape_max for w in ws], 2)} | "
@@ -312,19 +345,17 @@ def print_report(groups: int, shape: int, reps: Sequence[Repetition]) -> None:
             f"{_cells([w.peak_rss_mb for w in ws], 0)} | "
             f"{_cells([float(w.series) for w in ws], 0)} |"
         )
-    per_view = stats.worst_ratio(
-        [r.vigia.cpu_per_view for r in reps], [r.anchor.cpu_per_view for r in reps]
-    )
-    per_wall = stats.worst_ratio(
-        [r.vigia.cpu_per_15s for r in reps], [r.anchor.cpu_per_15s for r in reps]
-    )
-    print(
-        f"\nRatio Vigía / kafka_exporter at the worst repetition: CPU per fresh view "
-        f"{per_view:.2f}, CPU per 15 s {per_wall:.2f}. Load average at each window: "
-        f"{'; '.join(r.load for r in reps)}. Vigía overrunning: "
-        f"{', '.join(str(r.vigia.overrunning) for r in reps)}.",
-        flush=True,
-    )
+    anchor = [r.anchor for r in reps]
+    for ws in rows:
+        per_view = stats.worst_ratio([w.cpu_per_view for w in ws], [w.cpu_per_view for w in anchor])
+        per_wall = stats.worst_ratio([w.cpu_per_15s for w in ws], [w.cpu_per_15s for w in anchor])
+        print(
+            f"\nRatio {ws[0].exporter} / kafka_exporter at the worst repetition: CPU per fresh "
+            f"view {per_view:.2f}, CPU per 15 s {per_wall:.2f}. Overrunning: "
+            f"{', '.join(str(w.overrunning) for w in ws)}.",
+            flush=True,
+        )
+    print(f"Load average at each window: {'; '.join(r.load for r in reps)}.", flush=True)
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -338,26 +369,19 @@ def main() -> None:
     parser.add_argument("--shape", type=int, choices=(6, 100), default=6, help="partitions/group")
     parser.add_argument("--window", type=float, default=150.0, help="seconds per repetition")
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--partitions", type=int, default=2000, help="the topic base")
-    parser.add_argument("--messages", type=int, default=5, help="per base partition")
+    add_base_arguments(parser)
     parser.add_argument("--live-groups", type=int, default=10, help="groups with a live member")
-    parser.add_argument("--workdir", type=Path, help="kept afterwards (default: a temporary one)")
+    parser.add_argument(
+        "--vigia-variant", action="append", default=[], help="one more Vigía with these flags"
+    )
     args = parser.parse_args()
-    setup_logging("INFO")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    # A stop by PID still stops the exporters, the members and the cluster (finally blocks).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="vigia-side-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    cluster = KafkaCluster(args.kafka_home, workdir / "kafka")
+    cluster, workdir = benchmark_cluster(args.kafka_home, args.workdir, "vigia-side-")
     stop = threading.Event()
     workers: list[threading.Thread] = []
     try:
-        cluster.start_all()
-        bootstrap = cluster.bootstrap
-        topics = build_base(bootstrap, args.partitions, args.messages)
-        topic = group_topic(bootstrap, args.shape)
-        workers.append(start_thread(produce, bootstrap, topics, stop))
+        bootstrap, producer = start_base(cluster, args, stop)
+        workers.append(producer)
+        topic = group_topic(bootstrap, args.shape, args.replication)
         workers.append(start_thread(trickle, bootstrap, stop, topic, args.shape))
         made = 0
         for size in args.groups:
@@ -367,7 +391,14 @@ def main() -> None:
                 workers.append(start_thread(live_member, bootstrap, group, stop, topic))
             made = size
             log.info("%d groups of %d partitions: measuring", size, args.shape)
-            reps = measure(args.kafka_exporter, bootstrap, workdir, args.window, args.repetitions)
+            reps = measure(
+                args.kafka_exporter,
+                bootstrap,
+                workdir,
+                args.window,
+                args.repetitions,
+                args.vigia_variant,
+            )
             print_report(size, args.shape, reps)
     finally:
         stop.set()

@@ -3,30 +3,39 @@
 
 1. The harness's real Kafka 4.0 cluster (tests/realstack: 3 combined broker+controller JVMs),
    topic ``measure`` with --partitions partitions (48, as catch_up.py: a day of 20,000 meters
-   needs at least 39 on the mock), RF 3, min.insync.replicas 2 as compose's;
+   needs at least 39 on the mock), RF 3, min.insync.replicas 2 as compose's; --idle-partitions N
+   adds N partitions in other topics (of 40, and one of the rest), and unless --no-live-traffic
+   a producer writes about 100 messages/s across them (exporter_collect_real.py's) from before
+   the backfill to the end: the cluster the pipeline has, 2,100 partitions with live traffic;
 2. ``vigia-simulate backfill --days 1`` of ⌈--measures / 384⌉ meters into it (catch_up.py's);
-   the brokers' idle CPU watched for 15 s, then the fetch path alone: one consumer with the job's
-   read settings reads the whole topic (messages/s, its CPU and the brokers' per million);
-3. the same backlog ingested twice, each time from the start with its own output, quarantine and
-   checkpoint (``vigia-ingest run --available-now``, catch_up.py's command and watch):
-   (a) ``--spark-master local[2]``; (b) a standalone master with --workers one-core workers
-   (tests/spark_standalone.py), started after (a) so that its daemons are not in (a)'s numbers;
-4. with --mock (default), the same size again from librdkafka's mock cluster in this process with
-   the real brokers stopped (drained alone first too): catch_up.py's pipeline, the baseline of
-   docs/ingest-performance.md. --idle-partitions N adds idle topics to the real cluster first.
+   the brokers' CPU with no ingest watched for 15 s, then the fetch path alone: one consumer with
+   the job's read settings reads the whole topic (messages/s, its CPU and the brokers' per million);
+3. the same backlog ingested --repetitions times per setup, each time from the start with its own
+   output, quarantine and checkpoint (``vigia-ingest run --available-now``, catch_up.py's command
+   and watch): (a) ``--spark-master local[2]``; (b) a standalone master with --workers one-core
+   workers (tests/spark_standalone.py), started after (a)'s runs so that its daemons are not in
+   (a)'s numbers;
+4. with --mock (default), the same size once more from librdkafka's mock cluster in this process
+   with the real brokers stopped (drained alone first too): catch_up.py's pipeline, the baseline
+   of docs/ingest-performance.md.
 
 For each run: start → exit, measures/s overall and beyond the first batch (checkpoint log
 mtimes), peak summed RSS and CPU-s per kind of process (the driver's Python, its JVM, its Python
-workers; the executors' JVMs and their Python workers; the master and worker daemons), the CPU-s
-of each broker process over the ingest (/proc), of this process (which holds the mock brokers
-in run 4) and of the whole machine (/proc/stat: other sessions' work shows there), Spark's
-per-stage task time and CPU from the driver's event log, and the JVMs' per-thread CPU. Every
-measure must be stored once (row count and distinct keys).
+workers; the executors' JVMs and their Python workers; the master and worker daemons; each
+process's own CPU and its reaped children's, benchmarks/process_cpu.py, so Python workers that
+live between two samples count too), the CPU-s of each broker process over the ingest (/proc), of
+this process (which holds the mock brokers in run 4) and of the whole machine (/proc/stat: other
+sessions' work shows there), Spark's per-stage task time and CPU from the driver's event log, and
+the JVMs' per-thread CPU. Every measure must be stored once (row count and distinct keys). The
+table gives each setup's median (min–max) over its repetitions.
+
+A day of 20,000 meters (7,680,000 measures) from the issue's cluster, three repetitions each:
 
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.ingest_real_cluster \\
-        --measures 2000000
+        --measures 7680000 --idle-partitions 2052 --repetitions 3
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.ingest_real_cluster \\
-        --measures 200000 --rows-per-batch 100000                     # a quick check
+        --measures 200000 --rows-per-batch 100000 --idle-partitions 2052 --repetitions 2 \\
+        --no-mock                                                       # a quick check
 
 Results: docs/ingest-performance.md.
 """
@@ -39,10 +48,12 @@ import json
 import logging
 import math
 import os
+import statistics
 import sys
 import tempfile
+import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +63,10 @@ import pyarrow.dataset as ds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from benchmarks.catch_up import Run, after_first_batch, run_ingest, run_simulator
+from benchmarks.exporter_collect_real import produce
 from benchmarks.exporter_cost_curve import chunks, cpu_seconds
 from benchmarks.exporter_restarts import PARTITIONS, seed
+from benchmarks.process_cpu import CpuBook, reading
 from benchmarks.spark_profile import thread_cpu, thread_report
 from tests.ingest.ingest_process import ingest_command
 from tests.rdkafka_mock import ControlledCluster
@@ -87,8 +100,9 @@ class Watch:
     peak_rss: Counter[str] = field(default_factory=Counter)  # summed over a kind, at one sample
     largest: Counter[str] = field(default_factory=Counter)  # one process
     most: Counter[str] = field(default_factory=Counter)  # processes of a kind at once
-    cpu: dict[int, tuple[str, float]] = field(default_factory=dict)  # last seen, per PID
-    cpu_at_start: dict[int, float] = field(default_factory=dict)  # daemons: they predate the job
+    # The daemons predate the job; a reaped worker's CPU lands in its parent's kind.
+    cpu: CpuBook = field(default_factory=lambda: CpuBook(frozenset({DAEMONS})))
+    seen: dict[int, psutil.Process] = field(default_factory=dict)  # to tell which ended
     threads: dict[int, Counter[str]] = field(default_factory=dict)  # per JVM, last seen
 
     def processes(self, root: psutil.Process) -> Iterator[tuple[str, psutil.Process]]:
@@ -115,11 +129,12 @@ class Watch:
     def sample(self, root: psutil.Process, tick: int) -> None:
         rss: Counter[str] = Counter()
         count: Counter[str] = Counter()
+        readings = []
         for kind, process in self.processes(root):
             try:
                 with process.oneshot():
                     memory = process.memory_info().rss
-                    times = process.cpu_times()
+                    cpu = reading(process, kind)
                     is_java = process.name() == "java"
                 threads = thread_cpu(process.pid) if is_java and tick % THREAD_EVERY == 0 else None
             except (psutil.Error, OSError):  # exited meanwhile
@@ -127,20 +142,17 @@ class Watch:
             rss[kind] += memory
             count[kind] += 1
             self.largest[kind] = max(self.largest[kind], memory)
-            self.cpu[process.pid] = (kind, times.user + times.system)
-            if kind == DAEMONS:
-                self.cpu_at_start.setdefault(process.pid, times.user + times.system)
-            elif threads is not None:
+            readings.append(cpu)
+            self.seen[process.pid] = process
+            if threads is not None and kind != DAEMONS:
                 self.threads[process.pid] = threads
+        self.cpu.update(readings, lambda pid: self.seen[pid].is_running())
         for kind, total in rss.items():
             self.peak_rss[kind] = max(self.peak_rss[kind], total)
             self.most[kind] = max(self.most[kind], count[kind])
 
-    def cpu_by_kind(self) -> defaultdict[str, float]:
-        spent: defaultdict[str, float] = defaultdict(float)
-        for pid, (kind, seconds) in self.cpu.items():
-            spent[kind] += seconds - self.cpu_at_start.get(pid, 0.0)
-        return spent
+    def cpu_by_kind(self) -> Counter[str]:
+        return self.cpu.by_kind()
 
     def job_cpu(self) -> float:
         """The driver's and executors' processes; the standalone daemons are the cluster's."""
@@ -342,98 +354,127 @@ def details(result: Result) -> str:
     return "\n".join(lines)
 
 
-def table(results: Sequence[Result], measures: int) -> str:
-    """The side-by-side table, markdown."""
+def spread(values: Sequence[float], spec: str) -> str:
+    """One run's value, or the repetitions' median (min–max)."""
+    median, low, high = (
+        format(v, spec) for v in (statistics.median(values), min(values), max(values))
+    )
+    return median if len(values) == 1 else f"{median} ({low}–{high})"
+
+
+def table(groups: Sequence[Sequence[Result]], measures: int) -> str:
+    """The side-by-side table, markdown: a column per setup, the spread of its runs per cell."""
     rows: list[tuple[str, list[str]]] = []
 
-    def row(name: str, cell: Callable[[Result], str]) -> None:
-        rows.append((name, [cell(r) for r in results]))
+    def row(name: str, cell: Callable[[Sequence[Result]], str]) -> None:
+        rows.append((name, [cell(runs) for runs in groups]))
 
-    def beyond(r: Result) -> str:
-        found = after_first_batch(r.run)
-        if found is None:
+    def each(name: str, value: Callable[[Result], float], spec: str, unit: str = "") -> None:
+        row(name, lambda runs: spread([value(r) for r in runs], spec) + unit)
+
+    def beyond(runs: Sequence[Result]) -> str:
+        found = [f for f in (after_first_batch(r.run) for r in runs) if f is not None]
+        if not found:
             return "one batch"
-        after, seconds = found
-        return f"{after / seconds:,.0f}/s ({after:,} in {seconds:.1f} s)"
+        rates = spread([after / seconds for after, seconds in found], ",.0f")
+        return f"{rates}/s ({found[0][0]:,} measures, {len(found)} runs)"
 
-    row("start → exit (catch-up)", lambda r: f"**{r.seconds:.1f} s**")
-    row("measures/s overall", lambda r: f"{measures / r.seconds:,.0f}")
+    def stored_once(runs: Sequence[Result]) -> str:
+        once = all(r.rows == r.keys == measures for r in runs)
+        counts = ", ".join(sorted({f"{r.rows:,} rows, {r.keys:,} keys" for r in runs}))
+        return counts + (" — each once" if once else " — **MISMATCH**")
+
+    def job_share(r: Result) -> float:
+        return sum(r.watch.cpu_by_kind().values()) / (2 * r.seconds) * 100
+
+    each("start → exit (catch-up)", lambda r: r.seconds, ".1f", " s")
+    each("measures/s overall", lambda r: measures / r.seconds, ",.0f")
     row("measures/s beyond the first batch", beyond)
-    row(
+    each(
         "start → query started",
-        lambda r: f"{r.run.query_started - r.run.started:.1f} s" if r.run.query_started else "?",
+        lambda r: (r.run.query_started or math.nan) - r.run.started,
+        ".1f",
+        " s",
     )
-    row(
-        "stored",
-        lambda r: (
-            f"{r.rows:,} rows, {r.keys:,} keys"
-            + (" — each once" if r.rows == r.keys == measures else " — **MISMATCH**")
-        ),
-    )
-    row("exit code", lambda r: str(r.run.returncode))
+    row("stored", stored_once)
+    row("exit code", lambda runs: ", ".join(sorted({str(r.run.returncode) for r in runs})))
     for kind in KINDS:
         row(
             f"peak RSS: {kind}",
-            lambda r, k=kind: (
-                f"{r.watch.peak_rss[k] / MIB:,.0f} MiB ({r.watch.most[k]}; largest "
-                f"{r.watch.largest[k] / MIB:,.0f})"
-                if r.watch.most[k]
+            lambda runs, k=kind: (
+                spread([r.watch.peak_rss[k] / MIB for r in runs], ",.0f")
+                + f" MiB ({max(r.watch.most[k] for r in runs)}; largest "
+                f"{max(r.watch.largest[k] for r in runs) / MIB:,.0f})"
+                if any(r.watch.most[k] for r in runs)
                 else "—"
             ),
         )
     for kind in KINDS:
         row(
             f"CPU-s: {kind}",
-            lambda r, k=kind: f"{r.watch.cpu_by_kind()[k]:.1f}" if r.watch.most[k] else "—",
+            lambda runs, k=kind: (
+                spread([r.watch.cpu_by_kind()[k] for r in runs], ".1f")
+                if any(r.watch.most[k] for r in runs)
+                else "—"
+            ),
         )
-    row("**CPU-s: the job** (all but the daemons)", lambda r: f"**{r.watch.job_cpu():.1f}**")
-    row("job CPU-s per million measures", lambda r: f"{r.watch.job_cpu() / measures * 1e6:.1f}")
+    each("**CPU-s: the job** (all but the daemons)", lambda r: r.watch.job_cpu(), ".1f")
+    each("job CPU-s per million measures", lambda r: r.watch.job_cpu() / measures * 1e6, ".1f")
     row(
         "CPU-s: brokers",
-        lambda r: (
-            " + ".join(f"{s:.1f}" for s in r.brokers_cpu.values())
-            + f" = **{sum(r.brokers_cpu.values()):.1f}**"
-            if r.brokers_cpu
-            else f"in this process: {r.own_cpu:.1f} (with the sampler)"
+        lambda runs: (
+            spread([sum(r.brokers_cpu.values()) for r in runs], ".1f")
+            if runs[0].brokers_cpu
+            else "in this process: " + spread([r.own_cpu for r in runs], ".1f")
         ),
     )
-    row("CPU-s: this process (the sampler)", lambda r: f"{r.own_cpu:.1f}")
-    row("CPU-s: the whole machine (/proc/stat)", lambda r: f"{r.machine_cpu:.1f}")
-    row(
-        "share of 2 cores: job / brokers",
-        lambda r: (
-            f"{sum(r.watch.cpu_by_kind().values()) / (2 * r.seconds):.0%} / "
-            + (f"{sum(r.brokers_cpu.values()) / (2 * r.seconds):.0%}" if r.brokers_cpu else "—")
-        ),
+    each("CPU-s: this process (sampler, live traffic)", lambda r: r.own_cpu, ".1f")
+    each("CPU-s: the whole machine (/proc/stat)", lambda r: r.machine_cpu, ".1f")
+    each("share of 2 cores: the job", job_share, ".0f", " %")
+    each(
+        "share of 2 cores: brokers",
+        lambda r: sum(r.brokers_cpu.values()) / (2 * r.seconds) * 100,
+        ".0f",
+        " %",
     )
-    row(
-        "task run / CPU-s, all stages",
-        lambda r: (
-            f"{sum(s.run_s for s in r.stages.values()):.1f} / "
-            f"{sum(s.cpu_s for s in r.stages.values()):.1f}"
-        ),
-    )
+    each("task run-s, all stages", lambda r: sum(s.run_s for s in r.stages.values()), ".1f")
+    each("task CPU-s, all stages", lambda r: sum(s.cpu_s for s in r.stages.values()), ".1f")
     lines = [
-        "| | " + " | ".join(r.label for r in results) + " |",
-        "|---|" + "---:|" * len(results),
+        "| | " + " | ".join(f"{runs[0].label} ({len(runs)} runs)" for runs in groups) + " |",
+        "|---|" + "---:|" * len(groups),
     ]
     lines += [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows]
     return "\n".join(lines)
 
 
-def real_runs(args: argparse.Namespace, work: Path, meters: int, day: dt.date) -> list[Result]:
+def idle_topics(bootstrap: str, partitions: int) -> list[str]:
+    """Topics of PARTITIONS and one of the rest, `partitions` in all besides `measure`, as the
+    issue's cluster (2,100 partitions): a broker's idle work grows with the partitions it leads
+    and follows. Returns the full ones, which the live traffic writes to."""
+    full = [f"idle-{n:03d}" for n in range(partitions // PARTITIONS)]
+    log.info("creating %d idle topics of %d partitions", len(full), PARTITIONS)
+    for batch in chunks(full, 25):
+        seed(bootstrap, list(batch), 0)
+    if rest := partitions % PARTITIONS:
+        create_topic(bootstrap, "idle-rest", rest)
+    return full
+
+
+def real_runs(
+    args: argparse.Namespace, work: Path, meters: int, day: dt.date
+) -> list[list[Result]]:
     cluster = KafkaCluster(args.kafka_home, work / "kafka")
-    results = []
+    stop = threading.Event()
+    traffic = None
+    groups: list[list[Result]] = [[], []]
     try:
         cluster.start_all()
         create_topic(cluster.bootstrap, TOPIC, args.partitions, config={"min.insync.replicas": "2"})
-        if args.idle_partitions:
-            # As the issue's cluster, which held 2,100 partitions: a broker's idle work grows
-            # with the partitions it leads and follows.
-            idle_topics = [f"idle-{n:03d}" for n in range(args.idle_partitions // PARTITIONS)]
-            log.info("creating %d idle topics of %d partitions", len(idle_topics), PARTITIONS)
-            for batch in chunks(idle_topics, 25):
-                seed(cluster.bootstrap, list(batch), 0)
+        topics = idle_topics(cluster.bootstrap, args.idle_partitions)
+        if topics and args.live_traffic:
+            log.info("live traffic: about 100 messages/s across the idle topics, until the end")
+            traffic = threading.Thread(target=produce, args=(cluster.bootstrap, topics, stop))
+            traffic.start()
         log.info("producing %s measures into the real cluster", f"{args.measures:,}")
         produce_s = run_simulator(cluster.bootstrap, meters, day)
         log.info("produced in %.1f s (%s/s)", produce_s, f"{args.measures / produce_s:,.0f}")
@@ -441,22 +482,41 @@ def real_runs(args: argparse.Namespace, work: Path, meters: int, day: dt.date) -
         before = {name: cpu_seconds(pid) for name, pid in brokers.items()}
         time.sleep(IDLE_S)
         idle = sum(cpu_seconds(pid) - before[name] for name, pid in brokers.items()) / IDLE_S
-        log.info("brokers idle (after the backfill): %.2f CPU-s per s, the 3 together", idle)
+        log.info("brokers with no ingest (after the backfill): %.2f CPU-s per s, together", idle)
         drained = drain(cluster.bootstrap, args.partitions, brokers)
         log.info("real brokers, drained: %s", drained.line())
-        results.append(
-            ingest("real, local[2]", cluster.bootstrap, "local[2]", work / "local", args, brokers)
-        )
+        for n in range(args.repetitions):
+            groups[0].append(
+                ingest(
+                    "real, local[2]",
+                    cluster.bootstrap,
+                    "local[2]",
+                    work / "local" / str(n),
+                    args,
+                    brokers,
+                )
+            )
         with standalone_cluster(work / "spark", workers=args.workers) as spark:
             daemons = [spark.master_pid, *spark.workers.values()]
             label = f"real, standalone {args.workers} × 1 core"
-            result = ingest(
-                label, cluster.bootstrap, spark.url, work / "cluster", args, brokers, daemons
-            )
-            results.append(result)
+            for n in range(args.repetitions):
+                groups[1].append(
+                    ingest(
+                        label,
+                        cluster.bootstrap,
+                        spark.url,
+                        work / "cluster" / str(n),
+                        args,
+                        brokers,
+                        daemons,
+                    )
+                )
     finally:
+        stop.set()
+        if traffic is not None:
+            traffic.join(60)
         cluster.close()
-    return results
+    return groups
 
 
 def mock_run(args: argparse.Namespace, work: Path, meters: int, day: dt.date) -> Result:
@@ -479,8 +539,15 @@ def main() -> None:
     parser.add_argument("--rows-per-batch", type=int, default=1_000_000, help="(1000000)")
     parser.add_argument("--workers", type=int, default=2, help="one-core workers (2)")
     parser.add_argument(
-        "--idle-partitions", type=int, default=0, help=f"in idle topics of {PARTITIONS} (0)"
+        "--idle-partitions", type=int, default=0, help="in other topics, besides measure's (0)"
     )
+    parser.add_argument(
+        "--live-traffic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="about 100 messages/s across the idle topics (on)",
+    )
+    parser.add_argument("--repetitions", type=int, default=1, help="of each real-broker ingest (1)")
     parser.add_argument("--mock", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--work-dir", type=Path, help="kept (default: a temporary directory)")
     args = parser.parse_args()
@@ -490,14 +557,18 @@ def main() -> None:
     args.measures = meters * per_meter
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="vigia-real-catch-up-"))
     day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
-    results = real_runs(args, work, meters, day)
+    started = time.monotonic()
+    groups = real_runs(args, work, meters, day)
     if args.mock:
-        results.append(mock_run(args, work / "mock", meters, day))
+        groups.append([mock_run(args, work / "mock", meters, day)])
+    traffic = "live traffic" if args.idle_partitions and args.live_traffic else "no traffic"
     print(
-        f"\n{args.measures:,} measures ({meters:,} meters × 1 day), {args.partitions} partitions, "
-        f"{args.rows_per_batch:,} per batch; load average now {os.getloadavg()[0]:.1f}\n"
+        f"\n{args.measures:,} measures ({meters:,} meters × 1 day), {args.partitions} partitions "
+        f"of measure, {args.partitions + args.idle_partitions:,} in all ({traffic}), "
+        f"{args.rows_per_batch:,} per batch; median (min–max) of the repetitions; "
+        f"{time.monotonic() - started:.0f} s in all, load average now {os.getloadavg()[0]:.1f}\n"
     )
-    print(table(results, args.measures))
+    print(table(groups, args.measures))
 
 
 if __name__ == "__main__":

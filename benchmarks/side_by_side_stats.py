@@ -55,6 +55,19 @@ def collections_seen(starts: Sequence[float], interval: float, duration: float) 
     return sum(max(1, round((b - a) / period)) for a, b in itertools.pairwise(distinct))
 
 
+def produced(ends: Sequence[float], period: float) -> list[float]:
+    """When Vigía's collections ended, from the ends its scrapes showed: a collection that no
+    scrape saw (two seen ends more than 1.5 periods apart) ended in between, at the loop's
+    pace. A fresh value is produced when a collection ends, whether or not a scrape comes
+    before the next one."""
+    distinct = sorted(set(ends))
+    times = distinct[:1]
+    for a, b in itertools.pairwise(distinct):
+        missed = max(1, round((b - a) / period))
+        times.extend(a + (b - a) * k / missed for k in range(1, missed + 1))
+    return times
+
+
 def view_period(view_times: Sequence[float], views: int | None = None) -> float:
     """Mean seconds between fresh views: from the first to the last view time, over the views
     between them (`views`, when some were not seen one by one; else one per interval)."""

@@ -51,6 +51,15 @@ def test_gaps_are_the_15_s_intervals_without_a_fresh_view() -> None:
     assert stats.gaps([100.0 + 15.0 * n + 1 for n in range(10)], 100.0, 250.0) == 0
 
 
+def test_a_collection_no_scrape_saw_was_still_produced() -> None:
+    # Scrapes saw collections ending at 101 and 131: the one at 116 was overwritten unseen.
+    assert stats.produced([101.0, 131.0, 131.0, 146.0], 15.0) == [101.0, 116.0, 131.0, 146.0]
+    assert stats.gaps(stats.produced([101.0, 131.0, 146.0], 15.0), 100.0, 145.0) == 0
+    # An overrunning loop (30-s collections) produces every 30 s, with gaps.
+    assert stats.produced([100.0, 130.0, 160.0], 30.0) == [100.0, 130.0, 160.0]
+    assert stats.gaps([100.0, 130.0, 160.0], 100.0, 175.0) == 2
+
+
 def test_views_outside_the_window_fill_no_interval() -> None:
     assert stats.gaps([99.0, 250.0, 260.0], 100.0, 250.0) == 10
 
