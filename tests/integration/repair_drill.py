@@ -34,7 +34,7 @@ from vigia.ingest.schema import MAGNITUDES
 
 log = logging.getLogger(__name__)
 TOPIC = "measure"
-DEADLINE = 180
+DEADLINE = 300  # any one condition, on a loaded machine
 
 
 class Timeline:

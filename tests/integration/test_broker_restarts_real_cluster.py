@@ -57,6 +57,7 @@ METERS = 800  # 307,200 measures: 11 batches of 30,000 rows
 ROLL_METERS = 400
 
 
+@pytest.mark.timeout(900)  # three brokers back in turn: on CI's machine up to two minutes each
 def test_up_stays_1_through_a_rolling_restart_and_the_probe_covers_every_broker_after(
     watched: tuple[Running, Watch],  # noqa: F811
     brokers: Brokers,  # noqa: F811
@@ -84,6 +85,7 @@ def test_up_stays_1_through_a_rolling_restart_and_the_probe_covers_every_broker_
     watch.assert_up_throughout(exporter)
 
 
+@pytest.mark.timeout(900)  # three brokers back in turn: on CI's machine up to two minutes each
 def test_the_job_rides_through_a_rolling_restart_of_every_broker(
     brokers: Brokers,  # noqa: F811
     topic: str,  # noqa: F811
@@ -114,6 +116,7 @@ def test_the_job_rides_through_a_rolling_restart_of_every_broker(
     check_stored_once_and_committed(config, manifest.valid_total)
 
 
+@pytest.mark.timeout(900)  # a broker's return took two minutes on CI's machine
 def test_the_active_controller_stopped_60_s_under_the_exporter_and_the_job(
     watched: tuple[Running, Watch],  # noqa: F811
     brokers: Brokers,  # noqa: F811

@@ -46,6 +46,7 @@ def many_groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
         admin.delete_topics([topic], request_timeout=60)[topic].exception(timeout=60)
 
 
+@pytest.mark.timeout(900)  # three brokers back in turn: on CI's machine up to two minutes each
 def test_the_exporter_logs_under_a_hundred_lines_through_a_rolling_restart_with_2000_groups(
     many_groups: list[str],
     brokers: Brokers,  # noqa: F811

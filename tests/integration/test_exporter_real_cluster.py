@@ -48,7 +48,7 @@ PARTITIONS = 3
 MESSAGES = 300
 CONSUMED = 120
 # A loaded machine and a busy cluster: generous deadlines, never a single look.
-DEADLINE = 120.0
+DEADLINE = 240.0
 
 
 @pytest.fixture

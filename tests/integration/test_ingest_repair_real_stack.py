@@ -59,6 +59,7 @@ def _delete_up_to(
         future.result(timeout=60)
 
 
+@pytest.mark.timeout(900)  # the job's start, the repair's 300 s and every wait, on a loaded machine
 def test_a_day_with_a_real_gap_is_repaired_from_the_hes_and_stored_once(
     kafka_target: KafkaTarget,
     connect_target: ConnectTarget,

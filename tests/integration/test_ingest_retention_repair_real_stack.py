@@ -106,6 +106,7 @@ def _kafka_hop(horizon: dict[str, Any]) -> dict[str, Any]:
     return dict(next(h for h in horizon["hops"] if h["hop"] == "kafka"))
 
 
+@pytest.mark.timeout(900)  # the job's start, the repair's 300 s and every wait, on a loaded machine
 def test_a_day_kafka_retention_took_is_repaired_from_the_hes_and_stored_once(
     env: dict[str, str],  # noqa: F811
     retention_restored: AdminClient,
