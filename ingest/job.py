@@ -77,6 +77,7 @@ from vigia.ingest.metrics import (
     sample_from_progress,
     utc_today,
 )
+from vigia.ingest.query_restart import QueryRestarts
 from vigia.ingest.schema import KAFKA_SOURCE_COLUMNS, REDELIVERED, SNAPSHOT_READ, VALID_SCHEMA
 from vigia.ingest.sinks import ExactlyOnceSink, HadoopFs, Output, SinkError
 from vigia.ingest.spark_health import SparkHealth, executors_url, rest_fetch
@@ -519,20 +520,7 @@ class IngestJob:
         for listener in listeners:
             self.spark.streams.addListener(listener)
         try:
-            stream = observed_stream(
-                read_stream(self.spark, config, self.retry_spool, self.task_counts)
-            )
-            self.query = start_query(stream, config, BatchWriter(sink, config, self.metrics))
-            log.info(
-                "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
-                config.topic,
-                config.bootstrap_servers,
-                config.output,
-                config.quarantine,
-                config.checkpoint,
-            )
-            self._await(self.query)
-            last = self.query.lastProgress
+            last = self._run_query(sink).lastProgress
             if last is not None:
                 # The listener bus is asynchronous: let the metrics see the last batch, and make
                 # sure its offsets reach the group.
@@ -542,6 +530,41 @@ class IngestJob:
         finally:
             for listener in listeners:
                 self.spark.streams.removeListener(listener)
+
+    def _run_query(self, sink: ExactlyOnceSink) -> StreamingQuery:
+        """Starts the query and waits for its end, starting it again after a transient failure
+        (`QueryRestarts`); returns the query that ended."""
+        config = self.config
+        restarts = QueryRestarts()
+        while True:
+            stream = observed_stream(
+                read_stream(self.spark, config, self.retry_spool, self.task_counts)
+            )
+            writer = BatchWriter(sink, config, self.metrics)
+            query = self.query = start_query(stream, config, writer)
+            log.info(
+                "ingesting %s from %s into %s (quarantine %s, checkpoint %s)",
+                config.topic,
+                config.bootstrap_servers,
+                config.output,
+                config.quarantine,
+                config.checkpoint,
+            )
+            try:
+                self._await(query)
+                return query
+            except StreamingQueryException as exc:
+                last = query.lastProgress
+                if self._stop.is_set() or not restarts.restart(
+                    str(exc), -1 if last is None else last.batchId
+                ):
+                    raise
+                log.warning(
+                    "the query failed (%s): starting it again (%d of %d in a row)",
+                    failure_sentence(exc),
+                    restarts.in_a_row,
+                    restarts.limit,
+                )
 
     def _await(self, query: StreamingQuery) -> None:
         await_query(query, self._stop, self._stop_now)

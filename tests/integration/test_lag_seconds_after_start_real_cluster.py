@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.exporter.live import Running, exporter_process, wait_for
+from tests.realstack.groups import commit_groups
 from tests.realstack.topics import create_topic
 
 pytestmark = pytest.mark.integration
@@ -87,18 +88,15 @@ def test_every_lagging_group_topic_has_its_maximum_within_two_collections_after_
                 config={"message.timestamp.type": "CreateTime"},
             )
             _produce_old(real_kafka_bootstrap, topic, PARTITIONS, PER_PARTITION, AGE)
-        for g, group in enumerate(groups):
-            # Each group at its own offset: 1,000 distinct committed offsets to read.
-            consumer = Consumer({"bootstrap.servers": real_kafka_bootstrap, "group.id": group})
-            try:
-                consumer.commit(
-                    offsets=[
-                        TopicPartition(t, p, g + 1) for t in topics for p in range(PARTITIONS)
-                    ],
-                    asynchronous=False,
-                )
-            finally:
-                consumer.close()
+        # Each group at its own offset: 1,000 distinct committed offsets to read. Committed
+        # again until taken: a coordinator can still be loading after an earlier drill's restart.
+        commit_groups(
+            AdminClient({"bootstrap.servers": real_kafka_bootstrap}),
+            {
+                group: [TopicPartition(t, p, g + 1) for t in topics for p in range(PARTITIONS)]
+                for g, group in enumerate(groups)
+            },
+        )
 
         args = ("--bootstrap-servers", real_kafka_bootstrap, "--no-probe")
         args += ("--topic-include", f"^{prefix}-", "--group-include", f"^{prefix}-")
