@@ -5,6 +5,7 @@ Python worker that did not connect back in time."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,31 +38,31 @@ def failing_writer(failures: list[int]) -> type:
     return Failing
 
 
+@pytest.fixture
 def run_failing(
-    spark: SparkSession,
-    cluster: MockCluster,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    failures: int,
-) -> tuple[IngestJob, Any]:
-    create_topic(cluster.bootstrap_servers)
-    manifest = backfill(cluster.bootstrap_servers, tmp_path / "m.json", day=utc_day(1), meters=2)
-    config = job_config(cluster, tmp_path)
-    monkeypatch.setattr(vigia.ingest.job, "BatchWriter", failing_writer([failures]))
-    job = IngestJob(spark, config, IngestMetrics(config.query_name), preflight_kafka(config))
-    job.run()
-    return job, manifest
+    spark: SparkSession, mock_cluster: MockCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[int], tuple[IngestJob, Any]]:
+    """Runs the job over a backfilled day with its first `failures` batch calls failing."""
+
+    def run(failures: int) -> tuple[IngestJob, Any]:
+        create_topic(mock_cluster.bootstrap_servers)
+        manifest = backfill(
+            mock_cluster.bootstrap_servers, tmp_path / "m.json", day=utc_day(1), meters=2
+        )
+        config = job_config(mock_cluster, tmp_path)
+        monkeypatch.setattr(vigia.ingest.job, "BatchWriter", failing_writer([failures]))
+        job = IngestJob(spark, config, IngestMetrics(config.query_name), preflight_kafka(config))
+        job.run()
+        return job, manifest
+
+    return run
 
 
 def test_a_query_that_failed_transiently_is_started_again_and_stores_every_measure_once(
-    spark: SparkSession,
-    mock_cluster: MockCluster,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    run_failing: Callable[[int], tuple[IngestJob, Any]], caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="vigia.ingest.job"):
-        job, manifest = run_failing(spark, mock_cluster, tmp_path, monkeypatch, failures=2)
+        job, manifest = run_failing(2)
     table = stored(job.config)
     assert table.num_rows == manifest.valid_total == distinct_keys(table)
     restarts = [r.getMessage() for r in caplog.records if "starting it again" in r.getMessage()]
@@ -70,16 +71,12 @@ def test_a_query_that_failed_transiently_is_started_again_and_stores_every_measu
 
 
 def test_a_failure_that_keeps_coming_back_ends_the_job(
-    spark: SparkSession,
-    mock_cluster: MockCluster,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    run_failing: Callable[[int], tuple[IngestJob, Any]], caplog: pytest.LogCaptureFixture
 ) -> None:
     with (
         caplog.at_level(logging.WARNING, logger="vigia.ingest.job"),
         pytest.raises(JobError, match="STREAM_FAILED"),
     ):
-        run_failing(spark, mock_cluster, tmp_path, monkeypatch, failures=RESTARTS_IN_A_ROW + 1)
+        run_failing(RESTARTS_IN_A_ROW + 1)
     restarts = [r for r in caplog.records if "starting it again" in r.getMessage()]
     assert len(restarts) == RESTARTS_IN_A_ROW
