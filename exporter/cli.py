@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import logging
 import os
@@ -49,6 +50,9 @@ def tune_gc() -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     limit_arenas()  # before any thread starts
+    # A crash in native code (librdkafka's threads) leaves every thread's stack on stderr, where
+    # the supervisor keeps the exporter's log, instead of a bare exit status.
+    faulthandler.enable()
     try:
         config = parse_config(argv)
     except ConfigError as exc:
