@@ -12,8 +12,9 @@ import pytest
 KAFKA_FIXTURES = Path(__file__).parent / "fixtures" / "kafka-4.0-3node"
 SCENARIOS = ("healthy", "healthy-later", "broker-down", "broker-back-imbalanced", "rebalanced")
 # The real-system suites' fixtures (real_kafka_bootstrap, broker_control, connect_target, …), the
-# one Spark session, and CI's rule that a skipped test is a failed one.
-pytest_plugins = ["tests.realstack.plugin", "tests.spark_session", "tests.strict"]
+# one Spark session, CI's rule that a skipped test is a failed one, and a line per failure at the
+# end.
+pytest_plugins = ["tests.realstack.plugin", "tests.spark_session", "tests.strict", "tests.summary"]
 
 
 _HANDED_OUT: set[int] = set()

@@ -322,14 +322,15 @@ def run_drill(stack: Stack, produce: Callable[[], int], title: str) -> Timeline:
     # Valid measures the job had stored, and how many more were written, once it ran again.
     produced: list[tuple[float, int]] = []
 
+    steps = [
+        "'ingest running again' logged (its /metrics answers)",
+        "the job back: vigia_ingest_query_active 1",
+        "new measures stored by the job",
+        "IngestQueryDown resolved at the receiver",
+    ]
+
     def recovered() -> bool:
         """Marks each step of the recovery as it happens; true once all have."""
-        steps = [
-            "'ingest running again' logged (its /metrics answers)",
-            "the job back: vigia_ingest_query_active 1",
-            "new measures stored by the job",
-            "IngestQueryDown resolved at the receiver",
-        ]
         if re.search(r"ingest running again \(http://\S+ answers\)", stack.text()):
             timeline.mark(steps[0], since_kill())
         if not produced and stack.ingest_metric("vigia_ingest_query_active") == 1:
@@ -346,7 +347,11 @@ def run_drill(stack: Stack, produce: Callable[[], int], title: str) -> Timeline:
     try:
         stack.until(recovered, BACK_DEADLINE, "the job running, storing again, the page resolved")
     except AssertionError as failure:
-        raise AssertionError(f"{timeline.report(title)}\n{failure}") from None
+        first, _, tails = str(failure).partition("\n")
+        missing = "; ".join(step for step in steps if step not in timeline.events)
+        raise AssertionError(
+            f"{first}; missing: {missing}\n{timeline.report(title)}\n{tails}"
+        ) from None
     text = stack.text()
     restarts = re.findall(r"ingest exited with signal SIGKILL; starting again in (\S+) s", text)
     print(f"\n{timeline.report(title)}\n  backoff delays: {', '.join(restarts)} s")

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -28,12 +28,24 @@ from vigia.exporter.web.app import create_app
 class Running:
     url: str
     log: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def metrics(self) -> Samples:
-        return samples(httpx.get(f"{self.url}/metrics", timeout=5).text)
+        return samples(self.get("/metrics").text)
 
     def get(self, path: str) -> httpx.Response:
-        return httpx.get(f"{self.url}{path}", timeout=5)
+        """A request that failed because the exporter exited says so at once, with its last
+        lines: a wait for a condition ends there instead of at its deadline."""
+        try:
+            return httpx.get(f"{self.url}{path}", timeout=5)
+        except httpx.HTTPError:
+            code = None if self.process is None else self.process.poll()
+            if code is not None:
+                tail = "\n".join(self.log_text().splitlines()[-30:])
+                raise AssertionError(
+                    f"the exporter exited with {code}; its last lines:\n{tail}"
+                ) from None
+            raise
 
     def log_text(self) -> str:
         return self.log.read_text() if self.log else ""
@@ -42,15 +54,17 @@ class Running:
 def wait_for(check: Callable[[], object], timeout: float = 30, what: str = "condition") -> object:
     deadline = time.monotonic() + timeout
     last: object = None
+    error: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            last = check()
-        except (httpx.HTTPError, OSError):
-            last = None
+            last, error = check(), None
+        except (httpx.HTTPError, OSError) as exc:
+            last, error = None, exc
         if last:
             return last
         time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+    failed = "" if error is None else f"; the last check failed: {error!r}"
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r}){failed}")
 
 
 # The settings of granularity.FULL as flags (the last occurrence of a flag wins).
@@ -78,7 +92,7 @@ def exporter_process(
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
         )
-    running = Running(f"http://127.0.0.1:{port}", log)
+    running = Running(f"http://127.0.0.1:{port}", log, proc)
     try:
         wait_for(lambda: running.get("/healthz").status_code == 200, 30, "the exporter to listen")
         yield running

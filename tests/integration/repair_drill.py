@@ -29,6 +29,7 @@ from vigia.ingest.config import IngestConfig
 from vigia.ingest.job import IngestJob, JobError, preflight_kafka
 from vigia.ingest.kafka_source.offsets import to_json
 from vigia.ingest.metrics import IngestMetrics
+from vigia.ingest.repair import EXIT_REPAIRED
 from vigia.ingest.repair_cli import SIGNAL_DSN_ENV, main_repair
 from vigia.ingest.schema import MAGNITUDES
 
@@ -184,6 +185,16 @@ class Supervised:
             self._stopping.set()
             if self._job is not None:
                 self._job.request_stop()
+
+
+def assert_repaired(code: int, final: dict[str, Any], took: float, timeline: Timeline) -> None:
+    """The repair's exit code and last report; when they fail, the message's first line (what CI's
+    summary keeps) says what the repair saw, and the timeline follows."""
+    repaired = final["complete"] and final["missing"] == 0 and final["duplicates"] == 0
+    assert code == EXIT_REPAIRED and repaired, (
+        f"vigia-ingest repair exited with {code} after {took:.0f} s, its last report {final}"
+        f"\n{timeline}"
+    )
 
 
 def assert_each_once(config: IngestConfig, day: Day) -> None:

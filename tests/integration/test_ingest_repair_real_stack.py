@@ -31,6 +31,7 @@ from tests.integration.repair_drill import (
     Day,
     Timeline,
     assert_each_once,
+    assert_repaired,
     completeness,
     ingest,
     job_config,
@@ -39,7 +40,6 @@ from tests.integration.repair_drill import (
 from tests.realstack.targets import ConnectTarget, HesTarget, KafkaTarget
 from vigia.common import kafka_config
 from vigia.ingest.completeness import EXIT_INCOMPLETE
-from vigia.ingest.repair import EXIT_REPAIRED
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -107,8 +107,7 @@ def test_a_day_with_a_real_gap_is_repaired_from_the_hes_and_stored_once(
     code, final, took = repair_while_streaming(
         session, day, config, connect_target, hes_target, monkeypatch, capsys, timeline
     )
-    assert code == EXIT_REPAIRED
-    assert final["complete"] and final["missing"] == 0 and final["duplicates"] == 0
+    assert_repaired(code, final, took, timeline)
 
     # Every measure once, although the whole day went through the topic again.
     assert_each_once(config, day)

@@ -46,6 +46,7 @@ from tests.integration.repair_drill import (
     Day,
     Timeline,
     assert_each_once,
+    assert_repaired,
     completeness,
     ingest,
     job_config,
@@ -55,7 +56,6 @@ from tests.realstack.targets import ConnectTarget, HesTarget
 from vigia.common import kafka_config
 from vigia.ingest.completeness import EXIT_INCOMPLETE
 from vigia.ingest.kafka_source.adapter import KafkaAdmin
-from vigia.ingest.repair import EXIT_REPAIRED
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -203,8 +203,7 @@ def test_a_day_kafka_retention_took_is_repaired_from_the_hes_and_stored_once(
         code, final, took = repair_while_streaming(
             session, day, config, connect_target, hes_target, monkeypatch, capsys, timeline
         )
-        assert code == EXIT_REPAIRED
-        assert final["complete"] and final["missing"] == 0 and final["duplicates"] == 0
+        assert_repaired(code, final, took, timeline)
         assert_each_once(config, day)
         assert completeness(session, day, config, hes_target, capsys)[0] == 0
         timeline.mark("completeness: the day complete, each measure once")
