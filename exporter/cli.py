@@ -6,6 +6,7 @@ import faulthandler
 import gc
 import logging
 import os
+import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -51,8 +52,10 @@ def tune_gc() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     limit_arenas()  # before any thread starts
     # A crash in native code (librdkafka's threads) leaves every thread's stack on stderr, where
-    # the supervisor keeps the exporter's log, instead of a bare exit status.
+    # the supervisor keeps the exporter's log, instead of a bare exit status; `kill -USR1` writes
+    # them there from a running exporter that stopped answering.
     faulthandler.enable()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         config = parse_config(argv)
     except ConfigError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import socketserver
 import subprocess
@@ -96,6 +97,9 @@ def exporter_process(
     try:
         wait_for(lambda: running.get("/healthz").status_code == 200, 30, "the exporter to listen")
         yield running
+    except BaseException:
+        _show_stacks(running)
+        raise
     finally:
         proc.terminate()
         try:
@@ -103,6 +107,18 @@ def exporter_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+
+
+def _show_stacks(running: Running) -> None:
+    """A test failed with the exporter still running: its threads' stacks (`kill -USR1`) and its
+    own last lines go to stderr, which pytest shows with the failure, to tell a hung exporter from
+    a slow cluster."""
+    if running.process is None or running.process.poll() is not None:
+        return
+    running.process.send_signal(signal.SIGUSR1)
+    time.sleep(1)  # faulthandler writes from the signal handler
+    lines = [line for line in running.log_text().splitlines() if "librdkafka" not in line]
+    sys.stderr.write("the exporter's last lines and stacks:\n" + "\n".join(lines[-120:]) + "\n")
 
 
 @contextmanager
