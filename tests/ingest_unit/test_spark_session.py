@@ -1,5 +1,6 @@
 """Spark's Python workers run the interpreter of the installation that starts the session: outside
-an activated virtualenv, `python3` on PATH is another one (issue 21: no pyarrow there)."""
+an activated virtualenv, `python3` on PATH is another one (no pyarrow there). They start through
+vigia-spark-python (ingest/spark_python.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,23 @@ import sys
 import venv
 from pathlib import Path
 
+import pyspark
 from pyspark.sql import SparkSession
+
+from vigia.ingest.spark_python import interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
-    assert spark.sparkContext.pythonExec == sys.executable
-    ran = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable)
-    assert ran.collect() == [sys.executable]
+def test_python_workers_run_this_interpreter_with_pyspark_from_its_compiled_files(
+    spark: SparkSession,
+) -> None:
+    assert spark.sparkContext.pythonExec == interpreter() != sys.executable
+    ran = spark.sparkContext.parallelize([0], 1).map(
+        lambda _: (__import__("sys").executable, __import__("pyspark").__file__)
+    )
+    assert ran.collect() == [(sys.executable, pyspark.__file__)]
+    assert ".zip" not in pyspark.__file__
 
 
 # Run in a child process: this session has its own PYSPARK_PYTHON, which Spark reads when the
