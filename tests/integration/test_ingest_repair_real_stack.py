@@ -52,11 +52,14 @@ def _delete_up_to(
     bootstrap: str, options: dict[str, str], ends: dict[tuple[str, int], int]
 ) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, **options})
+    # A minute was not enough on a loaded machine.
     futures = admin.delete_records(
-        [TopicPartition(topic, partition, offset) for (topic, partition), offset in ends.items()]
+        [TopicPartition(topic, partition, offset) for (topic, partition), offset in ends.items()],
+        request_timeout=DEADLINE / 2,
+        operation_timeout=DEADLINE / 2,
     )
     for future in futures.values():
-        future.result(timeout=60)
+        future.result(timeout=DEADLINE)
 
 
 @pytest.mark.timeout(900)  # the job's start, the repair's 300 s and every wait, on a loaded machine
