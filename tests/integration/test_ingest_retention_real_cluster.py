@@ -66,6 +66,9 @@ def _retention_ms(bootstrap: str, topic: str, value: int) -> None:
     admin.incremental_alter_configs([resource])[resource].result(timeout=30)
 
 
+# Two runs of the job and its Spark session's start: over 600 s with the stack's start beside a
+# CPU burner.
+@pytest.mark.timeout(900)
 def test_a_job_told_to_go_on_stores_what_is_left_once_and_counts_what_retention_deleted(
     real_kafka_bootstrap: str,
     topic: str,
