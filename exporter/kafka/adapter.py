@@ -51,7 +51,7 @@ from kafka.admin import KafkaAdminClient
 
 from vigia.common.kafka_config import to_kafka_python
 from vigia.common.kafka_diagnostics import KafkaDiagnostics, KafkaUnavailable, wait_for_metadata
-from vigia.common.kafka_errors import AUTHORIZATION, kind_of
+from vigia.common.kafka_errors import ACCESS_KINDS, AUTHORIZATION, kind_of
 from vigia.exporter.kafka.capabilities import CapabilityTracker, is_unsupported
 from vigia.exporter.kafka.coordinator_requests import CoordinatorRequests, StillWaiting
 from vigia.exporter.kafka.group_requests import (
@@ -617,15 +617,19 @@ class KafkaAdapter:
             ]
             for group_id, topic in self._named_groups.items()
         }
+        # Waited for as long as it takes (its bootstrap is bounded by the collection's deadline):
+        # committed offsets never go through librdkafka's admin OffsetFetch while kafka-python
+        # may still connect (see `_ask_groups`).
+        unready: BaseException | None = None
         try:
-            client = legacy.result(timeout=deadline.remaining() / 3)
-        except Exception:  # the cluster phase reports kafka-python's failure
-            client = None
+            client = legacy.result(timeout=deadline.remaining())
+        except Exception as exc:  # the cluster phase reports kafka-python's failure
+            client, unready = None, exc
         self._assignors = {g: a for g, a in self._assignors.items() if g in listed}
         if client is not None and listed:
             forget_gone_groups(client, group_ids)
         plan = plan_describes(group_ids, listed, self._assignors, client is not None)
-        answers = self._ask_groups(plan, group_ids, named, client, deadline, phases)
+        answers = self._ask_groups(plan, group_ids, named, client, unready, deadline, phases)
         outcomes = {
             kind: {
                 g: answers.outcomes[kind].get(g, TimeoutError())  # asked, unanswered: timed out
@@ -696,6 +700,7 @@ class KafkaAdapter:
         group_ids: list[str],
         named: Mapping[str, list[TopicPartition]],
         client: Any,
+        unready: BaseException | None,
         deadline: Deadline,
         phases: _Phases,
     ) -> GroupAnswers:
@@ -712,15 +717,23 @@ class KafkaAdapter:
         (exporter.kafka.coordinator_requests). librdkafka describes only what kafka-python 3.0
         cannot: consumer-protocol groups (ConsumerGroupDescribe, KIP-848) and groups whose type
         ListGroups did not say; it sends both kinds where kafka-python cannot connect
-        (librdkafka's mock cluster), or has not connected within a third of the collection (a
-        first collection at start, while every broker is normally up)."""
+        (librdkafka's mock cluster: its capabilities are off). Where kafka-python may still
+        connect but is not there this collection (`unready`: its bootstrap failed or outlasted
+        the collection), librdkafka describes the groups and their committed offsets are missing
+        from this collection: the exporter crashed on CI once when its first collections, beside
+        a slow bootstrap, fell back to librdkafka's OffsetFetch."""
         answers = GroupAnswers()
         legacy = None if client is None else LegacyGroups(client, self._pool, answers)
         classic = set(plan.classic)
 
         def ask(kind: str, ids: list[str]) -> None:
             if kind == OFFSETS:
-                if legacy is None:
+                if unready is not None:
+                    phases.fail(
+                        "group_offsets",
+                        f"not asked: kafka-python is not connected ({error_text(unready)})",
+                    )
+                elif legacy is None:
                     answers.watch(kind, self._coordinator.offsets(ids, named))
                 else:
                     legacy.offsets(ids)
@@ -977,10 +990,23 @@ def _retrying(call: Callable[[], T], deadline: Deadline) -> T:
 
 
 def _moving(outcome: Outcome) -> bool:
-    """Unanswered within the collection, still waiting for an earlier answer, or answered with
-    a coordinator error that a moment later is gone."""
+    """Unanswered within the collection, still waiting for an earlier answer, answered with a
+    coordinator error that a moment later is gone, or cut by the coordinator's connection
+    closing (librdkafka's _TRANSPORT; kafka-python flags its KafkaConnectionError retriable)."""
     return isinstance(outcome, TimeoutError | StillWaiting) or (
-        isinstance(outcome, BaseException) and _retriable(outcome)
+        isinstance(outcome, BaseException) and (_retriable(outcome) or _cut(outcome))
+    )
+
+
+def _cut(exc: BaseException) -> bool:
+    """The request's connection closed under it: the active controller, stopping, closed it
+    before the cluster's metadata or ISRs showed any broker moving (CI run of 2026-11-29). An
+    authentication or TLS failure, which librdkafka reports with the same code, never is."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    return (
+        isinstance(error, KafkaError)
+        and error.code() == KafkaError._TRANSPORT
+        and kind_of(error.str()) not in ACCESS_KINDS
     )
 
 

@@ -8,6 +8,7 @@ can be tested against a recorded cluster, with faults, without a broker.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -76,6 +77,7 @@ class Faults:
     list_groups: BaseException | None = None
     hang: set[str] = field(default_factory=set)  # method names whose futures never complete
     legacy_bootstrap: BaseException | None = None
+    legacy_bootstrap_seconds: float = 0.0  # how long kafka-python takes to connect
     # Method names the cluster does not support, answered the way each client reports it.
     unsupported: set[str] = field(default_factory=set)
     slow_log_dirs_brokers: set[int] = field(default_factory=set)  # answer once `released` is set
@@ -114,6 +116,7 @@ class FakeCluster:
 
     def _legacy(self, config: Mapping[str, Any]) -> FakeLegacyAdmin:
         self.calls["kafka_python_bootstrap"] += 1
+        time.sleep(self.faults.legacy_bootstrap_seconds)
         if self.faults.legacy_bootstrap is not None:
             raise self.faults.legacy_bootstrap
         return FakeLegacyAdmin(self)
