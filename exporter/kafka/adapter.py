@@ -471,6 +471,7 @@ class KafkaAdapter:
             if not self._unsupported("describe_configs", exc):
                 phases.fail("configs", error_text(exc))
         wait(futures.values(), timeout=deadline.remaining())
+        futures = self._broker_default_elsewhere(futures, broker_ids, deadline)
         topic_configs: dict[str, dict[str, str]] = {}
         broker_default = None
         failures: list[str] = []
@@ -499,6 +500,30 @@ class KafkaAdapter:
             phases.fail("configs", _summary(failures, len(futures), "resources"))
         phases.timed("configs", started)
         return broker_default, topic_configs
+
+    def _broker_default_elsewhere(
+        self, futures: dict[Any, Future[Any]], broker_ids: list[int], deadline: Deadline
+    ) -> dict[Any, Future[Any]]:
+        """The broker-wide configs asked again of the next broker when the first one's connection
+        closed under the request: a broker stopping (the active controller) closes it before the
+        metadata or any ISR shows it moving."""
+        cut = [
+            resource
+            for resource, future in futures.items()
+            if resource.restype == ResourceType.BROKER
+            and future.done()
+            and (error := future.exception()) is not None
+            and _cut(error)
+        ]
+        if not cut or len(broker_ids) < 2:
+            return futures
+        resource = ConfigResource(ResourceType.BROKER, str(broker_ids[1]))
+        try:
+            again = self._admin.describe_configs([resource], request_timeout=deadline.remaining())
+        except Exception:  # the first answer's failure stands
+            return futures
+        wait(again.values(), timeout=deadline.remaining())
+        return {**{r: f for r, f in futures.items() if r not in cut}, **again}
 
     # -- offsets ----------------------------------------------------------------------------
 

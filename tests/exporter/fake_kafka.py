@@ -81,6 +81,7 @@ class Faults:
     # Method names the cluster does not support, answered the way each client reports it.
     unsupported: set[str] = field(default_factory=set)
     slow_log_dirs_brokers: set[int] = field(default_factory=set)  # answer once `released` is set
+    cut_broker_configs: set[int] = field(default_factory=set)  # connection closed under the request
 
 
 def unsupported_feature() -> KafkaException:
@@ -172,6 +173,13 @@ class FakeAdmin:
         configs = {t.name: t.configs for t in self._c.snapshot.topics}
         result = {}
         for r in resources:
+            if (
+                r.restype == ResourceType.BROKER
+                and int(r.name) in self._c.faults.cut_broker_configs
+            ):
+                cut = kafka_exception(KafkaError._TRANSPORT, "Local: Broker transport failure")
+                result[r] = failed(cut)
+                continue
             if r.restype == ResourceType.BROKER:
                 values: Mapping[str, str] = {"min.insync.replicas": "2"}
             else:

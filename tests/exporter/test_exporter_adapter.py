@@ -356,7 +356,10 @@ def test_committed_offsets_wait_for_a_slow_kafka_python_rather_than_use_librdkaf
     [
         # Recorded on CI (2026-11-29): the active controller, stopping, closed the connection.
         ("Local: Broker transport failure", "group_coordinator"),
-        ("SASL authentication error: Authentication failed (after 2ms in state AUTH_REQ)", "groups"),
+        (
+            "SASL authentication error: Authentication failed (after 2ms in state AUTH_REQ)",
+            "groups",
+        ),
     ],
 )
 def test_a_describe_cut_by_its_coordinators_connection_is_a_moving_coordinator(
@@ -369,3 +372,17 @@ def test_a_describe_cut_by_its_coordinators_connection_is_a_moving_coordinator(
     finally:
         adapter.close()
     assert collected.failed_phases == {phase}
+
+
+@pytest.mark.parametrize(("cut", "ok"), [({1}, True), ({1, 2}, False)])
+def test_broker_configs_cut_by_a_stopping_broker_are_asked_of_the_next_one(
+    cut: set[int], ok: bool
+) -> None:
+    fake = FakeCluster(snapshot("healthy"), Faults(cut_broker_configs=cut))
+    adapter = fake.adapter()
+    try:
+        collected = adapter.collect(timeout=5)
+    finally:
+        adapter.close()
+    assert collected.ok is ok, collected.errors
+    assert (collected.broker_min_insync_replicas == 2) is ok
