@@ -49,7 +49,7 @@ def tune_gc() -> None:
     gc.set_threshold(700, 10, 1000)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> NoReturn:
     limit_arenas()  # before any thread starts
     # A crash in native code (librdkafka's threads) leaves every thread's stack on stderr, where
     # the supervisor keeps the exporter's log, instead of a bare exit status; `kill -USR1` writes
@@ -140,6 +140,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         record_times.close()
         adapter.close()
         sock.close()
+    _exit_after_a_clean_stop()
+
+
+def _exit_after_a_clean_stop() -> NoReturn:
+    """Status 0 without the interpreter's and the C library's exit handlers: librdkafka's
+    threads of the handles that cannot be closed (an AdminClient has no close) still run while
+    those free OpenSSL's state, and a stopped exporter once died there (status -11)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _server_config(app: AsgiGuard, config: ExporterConfig) -> uvicorn.Config:

@@ -59,7 +59,7 @@ def _alive_workers(ui: str) -> int:
     try:
         with urllib.request.urlopen(f"{ui}/json/", timeout=5) as answer:
             return spark.alive_workers(json.load(answer))
-    except OSError:
+    except (OSError, ValueError):  # not listening yet, or its UI answered before its JSON was up
         return 0
 
 

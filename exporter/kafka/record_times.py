@@ -124,14 +124,14 @@ class RecordTimeReader:
         )
         targets = plan.targets
         if not targets:
-            return snapshot
+            return _timed(snapshot, 0.0)
         if plan.first:
             timeout = max(min(self.budget.seconds, seconds_left), seconds_left - RESERVE_SECONDS)
         else:
             timeout = min(self.budget.seconds, seconds_left)
         if timeout < MIN_SECONDS:
             self._outcome("no time left in the collection timeout to read record timestamps")
-            return snapshot
+            return _timed(snapshot, 0.0)
         started = time.monotonic()
         reads, failures = self.read(targets, timeout)
         elapsed = time.monotonic() - started
@@ -153,11 +153,7 @@ class RecordTimeReader:
             elapsed,
             len(failures),
         )
-        durations = dict(snapshot.durations)
-        durations[PHASE] = elapsed
-        if "total" in durations:
-            durations["total"] += elapsed
-        return replace(snapshot, record_times=reads, durations=MappingProxyType(durations))
+        return replace(_timed(snapshot, elapsed), record_times=reads)
 
     def read(
         self, targets: Sequence[TPO], timeout: float
@@ -250,3 +246,13 @@ class RecordTimeReader:
         elif problem is None:
             log.info("record timestamps read again; lag seconds use them where read")
         self._last_problem = problem
+
+
+def _timed(snapshot: ClusterSnapshot, elapsed: float) -> ClusterSnapshot:
+    """The step's duration in every collection it runs in, 0 when it has nothing to read: its
+    series does not come and go with the reads."""
+    durations = dict(snapshot.durations)
+    durations[PHASE] = elapsed
+    if "total" in durations:
+        durations["total"] += elapsed
+    return replace(snapshot, durations=MappingProxyType(durations))

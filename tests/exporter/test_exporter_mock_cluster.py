@@ -246,9 +246,11 @@ def test_consumer_group_lag_end_to_end(mock_cluster: MockCluster) -> None:
                 consumergroup="billing",
                 topic="orders",
             ) == sum(committed.values())
-            assert (
-                value(found, "vigia_exporter_collection_errors_total", phase="group_offsets") == 0
-            )
+            # Committed offsets fail only in the collection in which kafka-python, which cannot
+            # connect to the mock, is still expected: librdkafka's OffsetFetch is used only after.
+            assert value(
+                found, "vigia_exporter_collection_errors_total", phase="group_offsets"
+            ) == value(found, "vigia_exporter_collection_errors_total", phase="cluster")
             # The mock does not support DescribeGroups: no member info, and not an error.
             assert value(found, "vigia_exporter_capability", capability="describe_groups") == 0
             assert value(found, "vigia_exporter_capability", capability="list_groups") == 1
