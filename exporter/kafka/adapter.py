@@ -737,11 +737,12 @@ class KafkaAdapter:
         for all its groups: librdkafka 2.16's admin OffsetFetch dereferences the consumer group of
         a client that has none when the answer is NOT_COORDINATOR or another coordinator error (a
         segfault in rdk:main, `rd_kafka_cgrp_op` from `rd_kafka_handle_OffsetFetch`;
-        confluentinc/librdkafka#5040), which every broker stop provokes, and its coordinator
-        requests are freed twice when they time out while a coordinator is looked up
-        (exporter.kafka.coordinator_requests). librdkafka describes only what kafka-python 3.0
-        cannot: consumer-protocol groups (ConsumerGroupDescribe, KIP-848) and groups whose type
-        ListGroups did not say; it sends both kinds where kafka-python cannot connect
+        confluentinc/librdkafka#5040; tests/exporter/test_librdkafka_offset_fetch_crash.py),
+        which every broker stop provokes, and its coordinator requests are freed twice when they
+        time out while a coordinator is looked up (exporter.kafka.coordinator_requests).
+        librdkafka describes only what kafka-python 3.0 cannot: consumer-protocol groups
+        (ConsumerGroupDescribe, KIP-848) and groups whose type ListGroups did not say; it sends
+        both kinds where kafka-python cannot connect
         (librdkafka's mock cluster: its capabilities are off). Where kafka-python may still
         connect but is not there this collection (`unready`: its bootstrap failed or outlasted
         the collection), librdkafka describes the groups and their committed offsets are missing
