@@ -742,12 +742,12 @@ class KafkaAdapter:
         time out while a coordinator is looked up (exporter.kafka.coordinator_requests).
         librdkafka describes only what kafka-python 3.0 cannot: consumer-protocol groups
         (ConsumerGroupDescribe, KIP-848) and groups whose type ListGroups did not say; it sends
-        both kinds where kafka-python cannot connect
-        (librdkafka's mock cluster: its capabilities are off). Where kafka-python may still
-        connect but is not there this collection (`unready`: its bootstrap failed or outlasted
-        the collection), librdkafka describes the groups and their committed offsets are missing
-        from this collection: the exporter crashed on CI once when its first collections, beside
-        a slow bootstrap, fell back to librdkafka's OffsetFetch."""
+        both kinds where kafka-python cannot connect (librdkafka's mock cluster: its capabilities
+        are off). Where kafka-python may still connect but is not there this collection
+        (`unready`: its bootstrap failed or outlasted the collection), librdkafka describes the
+        groups and their committed offsets are missing from this collection: the exporter
+        crashed on CI when its first collections, beside a slow bootstrap, fell back to
+        librdkafka's OffsetFetch."""
         answers = GroupAnswers()
         legacy = None if client is None else LegacyGroups(client, self._pool, answers)
         classic = set(plan.classic)
