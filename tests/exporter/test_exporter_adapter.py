@@ -46,6 +46,16 @@ def test_adapter_rebuilds_the_recorded_snapshot(scenario: str) -> None:
     assert (collected.controller_id, collected.controller_source) == (2, "quorum")
 
 
+def _collect_healthy(faults: Faults, timeout: float = 5) -> tuple[FakeCluster, ClusterSnapshot]:
+    """One collection of the recorded healthy cluster under `faults`."""
+    fake = FakeCluster(snapshot("healthy"), faults)
+    adapter = fake.adapter()
+    try:
+        return fake, adapter.collect(timeout=timeout)
+    finally:
+        adapter.close()
+
+
 def _calls_per_collection(cluster: ClusterSnapshot) -> dict[str, int]:
     fake = FakeCluster(cluster)
     adapter = fake.adapter()
@@ -104,12 +114,7 @@ def test_a_broker_absent_from_metadata_is_not_asked_and_is_no_error() -> None:
 
 
 def test_offsets_of_partitions_led_by_an_unreachable_broker_are_missing_the_rest_kept() -> None:
-    fake = FakeCluster(snapshot("healthy"), Faults(offsets_leader_down=2))
-    adapter = fake.adapter()
-    try:
-        collected = adapter.collect(timeout=5)
-    finally:
-        adapter.close()
+    _, collected = _collect_healthy(Faults(offsets_leader_down=2))
     ((phase, message),) = [(e.phase, e.message) for e in collected.errors]
     assert phase == "offsets"
     assert re.match(r"44 of 136 partition offsets failed, first: .*leader unreachable", message)
@@ -126,12 +131,7 @@ def test_metadata_failure_yields_no_cluster_data() -> None:
     error = kafka_exception(
         KafkaError._TRANSPORT, "Failed to get metadata: Local: Broker transport failure"
     )
-    fake = FakeCluster(snapshot("healthy"), Faults(metadata=error))
-    adapter = fake.adapter()
-    try:
-        collected = adapter.collect(timeout=5)
-    finally:
-        adapter.close()
+    fake, collected = _collect_healthy(Faults(metadata=error))
     assert [(e.phase, e.message) for e in collected.errors] == [
         (
             "metadata",
@@ -270,11 +270,7 @@ def test_not_kraft_means_no_quorum_and_no_error() -> None:
 
 def test_describe_groups_failure_keeps_committed_offsets_and_lag() -> None:
     error = kafka_exception(KafkaError.INVALID_REQUEST, "Broker: Invalid request")
-    adapter = FakeCluster(snapshot("healthy"), Faults(describe_groups=error)).adapter()
-    try:
-        collected = adapter.collect(timeout=5)
-    finally:
-        adapter.close()
+    _, collected = _collect_healthy(Faults(describe_groups=error))
     assert collected.failed_phases == {"groups"}
     assert collected.errors[0].message.startswith("DescribeGroups 5 of 5 groups failed")
     billing = next(g for g in collected.groups if g.group_id == "billing")
@@ -339,12 +335,7 @@ def test_groups_whose_coordinator_does_not_answer_are_reported_without_failing_t
 def test_committed_offsets_wait_for_a_slow_kafka_python_rather_than_use_librdkafka() -> None:
     """A first collection beside a slow bootstrap used to send its OffsetFetch through librdkafka
     after a third of the collection; the exporter crashed in librdkafka that way on CI."""
-    fake = FakeCluster(snapshot("healthy"), Faults(legacy_bootstrap_seconds=1.5))
-    adapter = fake.adapter()
-    try:
-        collected = adapter.collect(timeout=3)
-    finally:
-        adapter.close()
+    fake, collected = _collect_healthy(Faults(legacy_bootstrap_seconds=1.5), timeout=3)
     assert collected.ok, collected.errors
     assert fake.calls["list_consumer_group_offsets"] == 0
     billing = next(g for g in collected.groups if g.group_id == "billing")
@@ -366,11 +357,7 @@ def test_a_describe_cut_by_its_coordinators_connection_is_a_moving_coordinator(
     text: str, phase: str
 ) -> None:
     error = kafka_exception(KafkaError._TRANSPORT, text)
-    adapter = FakeCluster(snapshot("healthy"), Faults(describe_groups=error)).adapter()
-    try:
-        collected = adapter.collect(timeout=5)
-    finally:
-        adapter.close()
+    _, collected = _collect_healthy(Faults(describe_groups=error))
     assert collected.failed_phases == {phase}
 
 
@@ -378,11 +365,6 @@ def test_a_describe_cut_by_its_coordinators_connection_is_a_moving_coordinator(
 def test_broker_configs_cut_by_a_stopping_broker_are_asked_of_the_next_one(
     cut: set[int], ok: bool
 ) -> None:
-    fake = FakeCluster(snapshot("healthy"), Faults(cut_broker_configs=cut))
-    adapter = fake.adapter()
-    try:
-        collected = adapter.collect(timeout=5)
-    finally:
-        adapter.close()
+    _, collected = _collect_healthy(Faults(cut_broker_configs=cut))
     assert collected.ok is ok, collected.errors
     assert (collected.broker_min_insync_replicas == 2) is ok
