@@ -135,7 +135,7 @@ RETRY_BACKOFF_SECONDS = 0.25
 
 def error_text(exc: object) -> str:
     """`Class: message`, the form the fixtures record (kafka-python's str() already has it)."""
-    kafka_error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    kafka_error = _unwrapped(exc)
     if isinstance(kafka_error, KafkaError):
         return f"KafkaError {kafka_error.name()}: {kafka_error.str()}"
     name, text = type(exc).__name__, str(exc)
@@ -149,8 +149,13 @@ def _retriable(exc: object) -> bool:
     moving, loading or not yet known (every broker restart and controller failover)."""
     if isinstance(exc, kafka_errors.KafkaError):  # kafka-python's own flag
         return bool(exc.retriable)
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    error = _unwrapped(exc)
     return isinstance(error, KafkaError) and (error.retriable() or error.code() in RETRIABLE)
+
+
+def _unwrapped(exc: object) -> object:
+    """The KafkaError a confluent-kafka KafkaException carries, else `exc` itself."""
+    return exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
 
 
 class Deadline:
@@ -1028,7 +1033,7 @@ def _cut(exc: BaseException) -> bool:
     """The request's connection closed under it: the active controller, stopping, closed it
     before the cluster's metadata or ISRs showed any broker moving (CI run of 2026-11-29). An
     authentication or TLS failure, which librdkafka reports with the same code, never is."""
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    error = _unwrapped(exc)
     return (
         isinstance(error, KafkaError)
         and error.code() == KafkaError._TRANSPORT
