@@ -62,6 +62,8 @@ V = TypeVar("V")
 # A broker back in the metadata still loads its groups' coordinators, answers slowly and takes
 # its partitions' leaders back for a while after its ISRs are whole: the timeouts and leader or
 # coordinator errors of that while are its motion. A minute covers a rejoin on a loaded machine.
+# Leaders moving between brokers that all stay up (the controller's preferred-leader election,
+# every 5 minutes by default, or a reassignment) unload and load coordinators the same way.
 BROKER_SETTLE_SECONDS = 60.0
 
 
@@ -166,8 +168,9 @@ class ExporterState:
     broker_counts: Mapping[int, BrokerCounts]  # every broker in metadata or holding a replica
     # Every broker the cluster expects -> whether it is in the metadata; empty without metadata.
     broker_up: Mapping[int, bool]
-    # Broker -> when (collection time) it last left or rejoined the metadata, for the last
-    # BROKER_SETTLE_SECONDS: its partitions' leaders and its groups' coordinators are still moving.
+    # Broker -> when (collection time) it last left or rejoined the metadata or gained or lost a
+    # partition's leadership, for the last BROKER_SETTLE_SECONDS: its partitions' leaders and its
+    # groups' coordinators are still moving.
     brokers_moved_at: Mapping[int, float]
     topic_broker_leaders: Mapping[tuple[str, int], int]  # (topic, broker) for replica holders
     replica_sizes: Mapping[tuple[str, int, int], int]  # (topic, partition, broker) -> bytes
@@ -200,10 +203,10 @@ class ExporterState:
     def up(self) -> bool:
         """Whether the exporter did its job. While a broker is stopping, down or coming back
         (out of some ISR it belongs to, absent from the metadata the cluster expects it in, in or
-        out of it for less than BROKER_SETTLE_SECONDS, or failing its per-broker requests), what
-        that causes elsewhere in the collection (a request that waited for it, a leader or
-        coordinator moving) is the cluster's state, reported as such, not the exporter's
-        failure."""
+        out of it or gaining or losing leaders for less than BROKER_SETTLE_SECONDS, or failing its
+        per-broker requests), what that causes elsewhere in the collection (a request that waited
+        for it, a leader or coordinator moving) is the cluster's state, reported as such, not the
+        exporter's failure."""
         if self.snapshot.ok:
             return True
         return self._brokers_moving() and self.snapshot.ok_but_for_moving_brokers
@@ -306,7 +309,7 @@ def derive(
         partition_status=_frozen(_partition_status(snapshot.topics, min_isr)),
         broker_counts=_frozen(broker_counts),
         broker_up=_frozen(broker_up),
-        brokers_moved_at=_frozen(_moved_at(previous, broker_up, snapshot.collected_at)),
+        brokers_moved_at=_frozen(_moved_at(previous, broker_up, snapshot)),
         topic_broker_leaders=_frozen(_topic_broker_leaders(snapshot.topics)),
         replica_sizes=_frozen(replica_sizes),
         topic_size_bytes=_frozen(topic_size),
@@ -445,12 +448,14 @@ def _broker_up(snapshot: ClusterSnapshot) -> dict[int, bool]:
 
 
 def _moved_at(
-    previous: ExporterState | None, now: Mapping[int, bool], collected_at: float
+    previous: ExporterState | None, now: Mapping[int, bool], snapshot: ClusterSnapshot
 ) -> dict[int, float]:
-    """The brokers that left or rejoined the metadata in the last BROKER_SETTLE_SECONDS, and when.
-    None at the first collection, which has nothing to compare."""
+    """The brokers that left or rejoined the metadata, or led a partition they did not lead or
+    no longer led it, in the last BROKER_SETTLE_SECONDS, and when. None at the first collection,
+    which has nothing to compare."""
     if previous is None:
         return {}
+    collected_at = snapshot.collected_at
     moved = {
         b: t
         for b, t in previous.brokers_moved_at.items()
@@ -461,7 +466,21 @@ def _moved_at(
         for b in before.keys() | now.keys():
             if before.get(b) != now.get(b):
                 moved[b] = collected_at
+    for b in _leadership_changed(previous.snapshot.topics, snapshot.topics):
+        moved[b] = collected_at
     return moved
+
+
+def _leadership_changed(before: tuple[Topic, ...], now: tuple[Topic, ...]) -> set[int]:
+    """The brokers that gained or lost the leadership of a partition seen in both collections
+    (a collection without metadata has no topics, hence nothing to compare)."""
+    previous = {t.name: t.partitions for t in before}
+    changed: set[int] = set()
+    for t in now:
+        for old, new in zip(previous.get(t.name, ()), t.partitions, strict=False):
+            if old.partition == new.partition and old.leader != new.leader:
+                changed.update(b for b in (old.leader, new.leader) if b >= 0)
+    return changed
 
 
 def _topic_broker_leaders(topics: tuple[Topic, ...]) -> dict[tuple[str, int], int]:

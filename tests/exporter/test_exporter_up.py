@@ -115,3 +115,28 @@ def test_a_broker_config_request_cut_by_its_controlled_shutdown_is_broker_motion
 def test_access_errors_other_failures_and_no_metadata_still_fail_it(error: PhaseError) -> None:
     snapshot = _collection((*WHILE_A_BROKER_STOPS, error), log_dirs=LOG_DIRS_OF_1_FAILED)
     assert not derive(None, snapshot).up
+
+
+def test_leaders_moving_between_brokers_that_stay_up_excuse_them_for_a_minute() -> None:
+    """Recorded on the real cluster (CI run of 2026-11-29): the controller's periodic preferred-
+    leader election moved 189 leaders, every broker up and every ISR whole; the next collection's
+    ListOffsets waited until the deadline and 23 groups' coordinators were moving."""
+    election = (
+        PhaseError("group_coordinator", "23 of 77 groups whose coordinator is moving failed"),
+        PhaseError("offsets", "3 of 770 partition offsets failed, first: earliest: timed out"),
+    )
+    before = derive(None, _snap(100.0, {"t": [(1, 10), (2, 10)]}))
+    moved = derive(before, _snap(102.0, {"t": [(2, 10), (2, 10)]}, errors=election))
+    assert moved.brokers_moved_at == {1: 102.0, 2: 102.0}
+    assert moved.up
+    still = _snap(102.0 + BROKER_SETTLE_SECONDS, {"t": [(2, 10), (2, 10)]}, errors=election)
+    assert not derive(moved, still).up
+
+
+def test_partitions_only_one_collection_has_move_no_leader() -> None:
+    """A topic created or deleted between two collections, or a collection without metadata, is
+    no leadership change."""
+    before = derive(None, _snap(100.0, {"t": [(1, 10)]}))
+    created = derive(before, _snap(102.0, {"t": [(1, 10)], "u": [(2, 0)]}))
+    blind = derive(created, replace(_snap(104.0, {}), topics=()))
+    assert created.brokers_moved_at == blind.brokers_moved_at == {}
