@@ -1,10 +1,12 @@
-"""The exporter's log through a rolling restart of the three brokers with 2,000 groups: a line per
-state change, fewer than a hundred in all.
+"""The exporter's log through a broker's restart with 2,000 groups: a line per state change, fewer
+than fifty in all.
 
 At 2,052 groups one exporter at its defaults once wrote 20,879 lines in 20 minutes of broker
 restarts, 20,663 of them kafka-python's INFO "Coordinator for group/… is …", one per group at
 every refresh of its coordinator cache. Third-party libraries now log at WARNING
-(vigia.common.logs); the exporter's own lines say each broker's stop and return once.
+(vigia.common.logs); the exporter's own lines say the broker's stop and return once. One broker
+moves a third of the groups' coordinators, which is what refreshed that cache; a restart of each
+broker in turn is the other drills' business (test_broker_restarts_real_cluster.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tests.realstack.topics import create_topic
 pytestmark = pytest.mark.integration
 
 GROUPS = 2_000
-MAX_LINES = 100
+MAX_LINES = 50
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +48,8 @@ def many_groups(real_kafka_bootstrap: str) -> Iterator[list[str]]:
         admin.delete_topics([topic], request_timeout=60)[topic].exception(timeout=60)
 
 
-@pytest.mark.timeout(900)  # three brokers back in turn: on CI's machine up to two minutes each
-def test_the_exporter_logs_under_a_hundred_lines_through_a_rolling_restart_with_2000_groups(
+@pytest.mark.timeout(900)  # with the 2,000 groups' setup; a broker back: on CI's up to 2 minutes
+def test_the_exporter_logs_under_fifty_lines_through_a_broker_restart_with_2000_groups(
     many_groups: list[str],
     brokers: Brokers,  # noqa: F811
     tmp_path: Path,
@@ -69,14 +71,13 @@ def test_the_exporter_logs_under_a_hundred_lines_through_a_rolling_restart_with_
                 DEADLINE,
                 f"a complete collection with the {GROUPS} groups",
             )
-            for broker in brokers.ids():
-                stop_and_start(exporter, brokers, broker, 2)
+            stop_and_start(exporter, brokers, brokers.ids()[-1], 2)
             lines = exporter.log_text().splitlines()
     finally:
         admin = brokers.admin()
         admin.delete_topics([probe_topic], request_timeout=60)[probe_topic].exception(timeout=60)
     stops = sum(1 for _, what, _ in brokers.events if what == "stop")
     loggers = Counter(line.split(" ")[3].rstrip(":") for line in lines if line.count(" ") > 3)
-    print(f"{len(lines)} exporter log lines through {stops} broker restarts: {dict(loggers)}")
-    assert stops == 3
+    print(f"{len(lines)} exporter log lines through {stops} broker restart: {dict(loggers)}")
+    assert stops == 1
     assert len(lines) < MAX_LINES, "\n".join([str(loggers.most_common(10)), *lines[:60]])
