@@ -35,6 +35,9 @@ Enrich = Callable[[ClusterSnapshot, ExporterState | None, float], ClusterSnapsho
 # The adapter bounds its own calls by the timeout; this grace lets it return its per-phase errors.
 GRACE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 120.0
+# Collections that must fit in the interval in a row before the log says so: on a loaded host a
+# collection close to the interval would otherwise log a pair of lines every few collections.
+FIT_AGAIN_AFTER = 3
 
 
 class CollectionService:
@@ -70,6 +73,8 @@ class CollectionService:
         self._broker_up: Mapping[int, bool] = {}  # as last seen in metadata
         self._broker_failures: Mapping[tuple[int, str], str] = {}  # (broker, phase) -> error
         self._overrunning = False
+        self._slow = False  # said to overrun, not yet said to fit again
+        self._fitted = 0  # collections in a row that fit since then
 
     @property
     def interval(self) -> float:
@@ -116,18 +121,27 @@ class CollectionService:
         return state
 
     def _note_pace(self, took: float) -> None:
-        overrunning = took > self._interval
-        if overrunning and not self._overrunning:
-            log.warning(
-                "a collection took %.1f s, longer than the %g s interval: collecting back to back "
-                "(vigia_exporter_collection_overrunning 1); raise --collection-interval or collect "
-                "less (docs/metrics.md#series-budget)",
-                took,
-                self._interval,
-            )
-        elif self._overrunning and not overrunning:
-            log.info("collections fit in the %g s interval again (%.1f s)", self._interval, took)
-        self._overrunning = overrunning
+        self._overrunning = took > self._interval
+        if self._overrunning:
+            if not self._slow:
+                log.warning(
+                    "a collection took %.1f s, longer than the %g s interval: collecting back to "
+                    "back (vigia_exporter_collection_overrunning 1); raise --collection-interval "
+                    "or collect less (docs/metrics.md#series-budget)",
+                    took,
+                    self._interval,
+                )
+            self._slow, self._fitted = True, 0
+        elif self._slow:
+            self._fitted += 1
+            if self._fitted == FIT_AGAIN_AFTER:
+                log.info(
+                    "collections fit in the %g s interval again (the last %d; %.1f s)",
+                    self._interval,
+                    FIT_AGAIN_AFTER,
+                    took,
+                )
+                self._slow = False
 
     def _run(self) -> None:
         while not self._stop.is_set():

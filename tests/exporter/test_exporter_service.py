@@ -18,7 +18,7 @@ from tests.exporter.fake_kafka import FakeCluster
 from tests.exporter.recorded import snapshot
 from vigia.exporter.model.granularity import DEFAULT, FULL, Granularity
 from vigia.exporter.model.snapshot import ClusterSnapshot, PhaseError, empty_snapshot
-from vigia.exporter.service import GRACE_SECONDS, CollectionService
+from vigia.exporter.service import FIT_AGAIN_AFTER, GRACE_SECONDS, CollectionService
 from vigia.exporter.web.app import create_app
 
 
@@ -243,9 +243,12 @@ def test_a_phase_failing_for_many_groups_is_one_line(caplog: pytest.LogCaptureFi
 def test_a_collection_longer_than_the_interval_is_said_once_and_served(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """The gauge follows each collection; the log says it overran once, and that collections fit
+    again once FIT_AGAIN_AFTER in a row have (a collection that fits between two that overrun is
+    not an end)."""
     good = snapshot("healthy")
     # Seconds, not tenths: on a loaded machine a collection that does not sleep must still fit.
-    pauses = [0.0, 1.6, 1.6, 0.0, 0.0]
+    pauses = [0.0, 1.6, 0.0, 1.6, 0.0, 0.0, 0.0]
 
     def collect(timeout: float) -> ClusterSnapshot:
         time.sleep(pauses.pop(0))
@@ -255,16 +258,19 @@ def test_a_collection_longer_than_the_interval_is_said_once_and_served(
     caplog.set_level(logging.INFO, logger="vigia.exporter.service")
     with TestClient(create_app(service, manage_service=False)) as client:
         seen = []
-        for _ in range(5):
+        for n in range(len(pauses)):
             service.collect_once()
             found = samples(client.get("/metrics").text)
             seen.append(value(found, "vigia_exporter_collection_overrunning"))
             assert value(found, "vigia_exporter_collection_interval_seconds") == 1.0
-    assert seen == [0, 1, 1, 0, 0]
+            if n == 5:
+                assert len(caplog.records) == 1, "said to fit again before 3 fitted in a row"
+    assert seen == [0, 1, 0, 1, 0, 0, 0]
+    assert FIT_AGAIN_AFTER == 3
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2, lines
     assert re.match(r"a collection took \d+\.\d s, longer than the 1 s interval", lines[0])
-    assert lines[1].startswith("collections fit in the 1 s interval again")
+    assert lines[1].startswith("collections fit in the 1 s interval again (the last 3;")
 
 
 def test_metrics_are_rendered_once_per_collection_and_only_when_scraped(
