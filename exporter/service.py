@@ -12,6 +12,7 @@ starts and stops the end-to-end probe, which runs on its own threads and schedul
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -35,9 +36,10 @@ Enrich = Callable[[ClusterSnapshot, ExporterState | None, float], ClusterSnapsho
 # The adapter bounds its own calls by the timeout; this grace lets it return its per-phase errors.
 GRACE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 120.0
-# Collections that must fit in the interval in a row before the log says so: on a loaded host a
-# collection close to the interval would otherwise log a pair of lines every few collections.
-FIT_AGAIN_AFTER = 3
+# How long collections must fit in the interval, in a row, before the log says so (and at least
+# three of them): on a loaded host a collection close to the interval would otherwise log a pair
+# of lines every few collections.
+FIT_AGAIN_SECONDS = 60.0
 
 
 class CollectionService:
@@ -75,6 +77,7 @@ class CollectionService:
         self._overrunning = False
         self._slow = False  # said to overrun, not yet said to fit again
         self._fitted = 0  # collections in a row that fit since then
+        self._fit_again_after = max(3, math.ceil(FIT_AGAIN_SECONDS / interval))
 
     @property
     def interval(self) -> float:
@@ -134,11 +137,11 @@ class CollectionService:
             self._slow, self._fitted = True, 0
         elif self._slow:
             self._fitted += 1
-            if self._fitted == FIT_AGAIN_AFTER:
+            if self._fitted == self._fit_again_after:
                 log.info(
                     "collections fit in the %g s interval again (the last %d; %.1f s)",
                     self._interval,
-                    FIT_AGAIN_AFTER,
+                    self._fitted,
                     took,
                 )
                 self._slow = False
