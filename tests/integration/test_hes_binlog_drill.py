@@ -208,7 +208,8 @@ def test_binlog_margin_counts_down_then_lost_once_and_the_failure_is_named(
                             f"state {look['state']}, margin {margin:.1f} s (true "
                             f"{true_min:.1f}–{true_max:.1f} s), {look['margin']['method']}"
                         )
-                    assert margin <= true_min + 1, "not a lower bound"
+                    # Past the expiry, until the next rotation purges the file, it says 0 s.
+                    assert margin <= max(0.0, true_min) + 1, "not a lower bound"
                     assert margin >= true_max - 2 * ROUND - 1, "not within a round"
                     if look["state"] == "at_risk" and seen_at_risk is None:
                         seen_at_risk = checked
