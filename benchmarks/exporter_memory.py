@@ -31,6 +31,7 @@ import psutil
 
 from benchmarks.exporter_snapshot import _deep_size
 from benchmarks.group_load import GroupLoad, snapshot, with_record_times
+from vigia.common.glibc_malloc import fix_mmap_threshold
 from vigia.common.logs import setup_logging
 from vigia.exporter.cli import tune_gc
 from vigia.exporter.collectors import render_bytes
@@ -107,6 +108,7 @@ def main() -> None:
     args = parser.parse_args()
     setup_logging("INFO")
     tune_gc()  # as vigia-exporter does
+    fix_mmap_threshold()
     load = GroupLoad(args.groups, args.partitions, args.topics, args.busy)
     log.info(
         "%d groups × %d partitions, %d%% of %d group topics busy, %d collections; RSS at start "

@@ -15,8 +15,8 @@ from typing import NoReturn
 import uvicorn
 from confluent_kafka import KafkaException
 
+from vigia.common.glibc_malloc import fix_mmap_threshold, limit_arenas
 from vigia.common.logs import setup_logging
-from vigia.common.malloc_arenas import limit_arenas
 from vigia.common.web_guard import AsgiGuard
 from vigia.common.web_tls import server_context
 from vigia.exporter.config import PROG, ConfigError, ExporterConfig, parse_config
@@ -51,6 +51,7 @@ def tune_gc() -> None:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     limit_arenas()  # before any thread starts
+    fix_mmap_threshold()
     # A crash in native code (librdkafka's threads) leaves every thread's stack on stderr, where
     # the supervisor keeps the exporter's log, instead of a bare exit status; `kill -USR1` writes
     # them there from a running exporter that stopped answering.

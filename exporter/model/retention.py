@@ -14,11 +14,12 @@ no clock (times are the collections'). Three questions, per group and topic:
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+import functools
+from array import array
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Final, Literal, TypeVar
+from typing import Final, Literal
 
 TIME: Final = "time"
 SIZE: Final = "size"
@@ -92,25 +93,35 @@ def partition_margin(
     age_seconds: float | None,
     age_method: str | None,
 ) -> Margin | None:
-    """The smaller of the time and size margins of one partition, 0 once the committed offset is
-    below the log start (deleted already); None when neither limit can be computed."""
+    """The smaller of the time and size margins of one partition (the time margin on a tie), 0
+    once the committed offset is below the log start (deleted already); None when neither limit
+    can be computed."""
     if committed < log.earliest:
         return Margin(0.0, TIME if retention.ms is not None else SIZE, DELETED)
-    candidates: list[Margin] = []
+    by_time = None
     if retention.ms is not None:
         if committed >= log.latest:
             # Nothing unread: what is produced next is the oldest, the whole retention ahead.
-            candidates.append(Margin(retention.ms / 1000, TIME, "caught_up"))
+            by_time = _whole_retention(retention.ms)
         elif age_seconds is None or age_method is None:
             return None  # the time limit may come first: the size limit alone would overstate
         else:
-            candidates.append(Margin(max(0.0, retention.ms / 1000 - age_seconds), TIME, age_method))
-    if retention.bytes is not None:
-        if log.size_bytes is None or log.produced_per_second is None:
-            return None  # the size limit may come first: the time limit alone would overstate
-        if size := _size_margin(retention.bytes, log, log.size_bytes, committed):
-            candidates.append(size)
-    return min(candidates, key=lambda m: m.seconds, default=None)
+            by_time = Margin(max(0.0, retention.ms / 1000 - age_seconds), TIME, age_method)
+    if retention.bytes is None:
+        return by_time
+    if log.size_bytes is None or log.produced_per_second is None:
+        return None  # the size limit may come first: the time limit alone would overstate
+    by_size = _size_margin(retention.bytes, log, log.size_bytes, committed)
+    if by_size is None or (by_time is not None and by_time.seconds <= by_size.seconds):
+        return by_time
+    return by_size
+
+
+@functools.lru_cache(maxsize=256)
+def _whole_retention(ms: int) -> Margin:
+    """The margin of every caught-up partition of a topic: one shared value, not one per
+    group-partition (most of them at 10,000 groups)."""
+    return Margin(ms / 1000, TIME, "caught_up")
 
 
 def first_to_go(margin: Margin) -> tuple[float, bool]:
@@ -135,7 +146,7 @@ def outage_budget(retention: Retention, logs: Iterable[PartitionLog]) -> Margin 
     """How long a consumer that stopped now could stay stopped before losing a record: the time
     limit, or the first of `logs` (every partition of the topic; only read for a size limit) to
     fill the size limit; None while a partition's size or growth is unknown."""
-    margins = [] if retention.ms is None else [Margin(retention.ms / 1000, TIME, "caught_up")]
+    margins = [] if retention.ms is None else [_whole_retention(retention.ms)]
     if retention.bytes is not None:
         for log in logs:
             if log.size_bytes is None or log.produced_per_second is None:
@@ -208,6 +219,43 @@ class Loss:
     counted: int  # everything counted for this group-partition since the tracker's start
 
 
+# What almost every group-partition reports: one shared value rather than one each.
+_NOTHING_LOST: Final = Loss(0, 0)
+
+
+_INT64_MAX: Final = 2**63 - 1
+
+
+class _Samples:
+    """One key's samples over the window: their times and integer columns (a fifth of the memory
+    of a deque of tuples or `Progress`es; 21 samples per key at a 15-s interval, 10,000 keys at
+    10,000 groups). Values past 64 bits are clamped: no real log has them."""
+
+    __slots__ = ("at", "columns")
+
+    def __init__(self, width: int) -> None:
+        self.at = array("d")
+        self.columns = tuple(array("q") for _ in range(width))
+
+    def add(self, at: float, values: tuple[int, ...], cutoff: float) -> None:
+        """Appends one sample, then drops those older than `cutoff` but the newest of them (the
+        baseline, so that the span reaches back a whole window once there is one)."""
+        self.at.append(at)
+        for column, value in zip(self.columns, values, strict=True):
+            column.append(min(value, _INT64_MAX))
+        drop = 0
+        while drop + 1 < len(self.at) and self.at[drop + 1] <= cutoff:
+            drop += 1
+        if drop:
+            del self.at[:drop]
+            for column in self.columns:
+                del column[:drop]
+
+    def sample(self, index: int) -> tuple[float, list[int]]:
+        """The time and values of one sample, as kept."""
+        return self.at[index], [column[index] for column in self.columns]
+
+
 @dataclass(slots=True)
 class RetentionTracker:
     """Windows of the latest offsets per partition and of the progress per (group, topic), and the
@@ -217,8 +265,8 @@ class RetentionTracker:
 
     window_seconds: float = DEFAULT_WINDOW_SECONDS
     floor_seconds: float = DEFAULT_FLOOR_SECONDS
-    _latest: dict[TP, deque[tuple[float, int]]] = field(default_factory=dict)
-    _progress: dict[GT, deque[Progress]] = field(default_factory=dict)
+    _latest: dict[TP, _Samples] = field(default_factory=dict)
+    _progress: dict[GT, _Samples] = field(default_factory=dict)
     # Per group-partition: the offset up to which deletions were counted, and their count.
     _counted_up_to: dict[GTP, int] = field(default_factory=dict)
     _counted: dict[GTP, int] = field(default_factory=dict)
@@ -229,12 +277,12 @@ class RetentionTracker:
         """Records the window's latest offsets, and returns each partition's production rate."""
         rates: dict[TP, float] = {}
         for key, offset in latest.items():
-            samples = self._latest.setdefault(key, deque())
-            if samples and offset < samples[-1][1]:
-                samples.clear()  # the topic was recreated: a new log
-            samples.append((at, offset))
-            _trim(samples, at - self.window_seconds, lambda s: s[0])
-            first_at, first = samples[0]
+            samples = self._latest.get(key)
+            if samples is None or offset < samples.columns[0][-1]:
+                # First sight, or the topic was recreated: a new log.
+                samples = self._latest[key] = _Samples(1)
+            samples.add(at, (offset,), at - self.window_seconds)
+            first_at, (first,) = samples.sample(0)
             if at > first_at:
                 rates[key] = (offset - first) / (at - first_at)
         if prune:
@@ -247,10 +295,16 @@ class RetentionTracker:
     ) -> dict[GT, CatchUpEstimate]:
         estimates: dict[GT, CatchUpEstimate] = {}
         for key, now in progress.items():
-            samples = self._progress.setdefault(key, deque())
-            samples.append(now)
-            _trim(samples, now.at - self.window_seconds, lambda p: p.at)
-            if estimate := catch_up(samples[0], now):
+            samples = self._progress.get(key)
+            if samples is None:
+                samples = self._progress[key] = _Samples(2)
+            samples.add(now.at, (now.backlog, now.committed), now.at - self.window_seconds)
+            # Both as kept, so that a clamped sum compares with a clamped sum.
+            at, (backlog, committed) = samples.sample(0)
+            oldest = Progress(at, backlog, committed)
+            at, (backlog, committed) = samples.sample(-1)
+            newest = Progress(at, backlog, committed)
+            if estimate := catch_up(oldest, newest):
                 estimates[key] = estimate
         if prune:
             for gone in self._progress.keys() - progress.keys():
@@ -263,30 +317,28 @@ class RetentionTracker:
         """Every group-partition whose log start is known. Records in [committed, log start) are
         deleted unread; each is counted once, from the highest offset counted or committed."""
         result: dict[GTP, Loss] = {}
+        counted_up_to, counted = self._counted_up_to, self._counted
         for key, offset in committed.items():
             start = earliest.get(key[1:])
             if start is None:
                 continue
-            if key not in self._counted_up_to:
-                self._counted_up_to[key] = max(offset, start)  # first sight: a baseline
-                self._counted[key] = 0
-            accounted = max(self._counted_up_to[key], offset)
+            accounted = counted_up_to.get(key)
+            if accounted is None:
+                accounted = max(offset, start)  # first sight: a baseline
+                counted[key] = 0
+            elif offset > accounted:
+                accounted = offset
             if start > accounted:
-                self._counted[key] += start - accounted
+                counted[key] += start - accounted
                 accounted = start
-            self._counted_up_to[key] = accounted
-            result[key] = Loss(max(0, start - offset), self._counted[key])
+            counted_up_to[key] = accounted
+            count = counted[key]
+            result[key] = (
+                _NOTHING_LOST
+                if count == 0 and start <= offset
+                else Loss(max(0, start - offset), count)
+            )
         if prune:
             for gone in self._counted_up_to.keys() - committed.keys():
                 del self._counted_up_to[gone], self._counted[gone]
         return result
-
-
-S = TypeVar("S")
-
-
-def _trim(samples: deque[S], cutoff: float, at: Callable[[S], float]) -> None:
-    """Drops samples older than the window, but keeps the newest of them as the baseline, so the
-    span reaches back a whole window once there is one."""
-    while len(samples) > 1 and at(samples[1]) <= cutoff:
-        samples.popleft()

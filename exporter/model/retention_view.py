@@ -123,7 +123,10 @@ def retention_view(
     for (group, name, _), margin in partition_margins.items():
         held = margins.get((group, name))
         if (group, name) not in unknown and (
-            held is None or first_to_go(margin) < first_to_go(held)
+            held is None
+            or margin.seconds < held.seconds
+            # Equal seconds only: orders a deleted record first, without a tuple per margin.
+            or (margin.seconds == held.seconds and first_to_go(margin) < first_to_go(held))
         ):
             margins[(group, name)] = margin
 

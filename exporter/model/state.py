@@ -611,11 +611,13 @@ def _lag_seconds(
         topic, partition, committed = item.topic, item.partition, item.committed
         key = item.key
         committed_keys.add(key)
-        value = offsets.lag_seconds(topic, partition, committed, item.latest, now)
         estimate: tuple[float, Method] | None = None
-        if value is not None:
-            covered = offsets.covers(topic, partition, committed)
-            estimate = (value, INTERPOLATED if covered else EXTRAPOLATED)
+        # Caught up, `combine` answers 0 s without an estimate: most partitions of a large cluster.
+        if committed < item.latest:
+            value = offsets.lag_seconds(topic, partition, committed, item.latest, now)
+            if value is not None:
+                covered = offsets.covers(topic, partition, committed)
+                estimate = (value, INTERPOLATED if covered else EXTRAPOLATED)
         result = combine(
             committed, item.latest, records.get((topic, partition, committed)), estimate, now
         )

@@ -185,6 +185,22 @@ def test_the_windows_reach_back_one_window_and_keep_a_baseline() -> None:
     assert tracker.produced_per_second(105.0, {("t", 0): 5}, prune=True) == {}
 
 
+def test_the_catch_up_reads_back_one_window_and_a_sum_past_64_bits_does_not_break_it() -> None:
+    tracker = RetentionTracker(window_seconds=60.0)
+    key = ("g", "t")
+
+    def seen(at: float, backlog: int, committed: int) -> CatchUpEstimate | None:
+        return tracker.catch_up({key: Progress(at, backlog, committed)}, prune=True).get(key)
+
+    assert seen(0.0, 1000, 0) is None  # no span yet
+    seen(15.0, 900, 100)
+    # From the newest sample a window back or older (15 s), not the first one.
+    drained = seen(75.0, 300, 700)
+    assert drained is not None and drained.drain_per_second == pytest.approx(600 / 60)
+    overflowing = seen(90.0, 2**70, 2**70)
+    assert overflowing is not None and overflowing.state is CatchUp.GROWING
+
+
 # -- through derive and /metrics -------------------------------------------------------------
 
 GROUP = {"consumergroup": "vigia-ingest", "topic": "measure"}

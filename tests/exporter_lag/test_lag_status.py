@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from itertools import pairwise
 
 import pytest
 
@@ -352,3 +353,53 @@ def test_tracker_groups_roll_up_their_partitions(seed: int) -> None:
         assert rolled.status is group_status(e.status for e in mine)
         assert rolled.complete == sum(e.window_complete for e in mine) / len(mine)
         assert rolled.partitions == len(mine)
+
+
+def rules_one_by_one(
+    committed: list[int], latest: list[int], assigned: bool, allowed: int
+) -> PartitionStatus:
+    """The module docstring's rules read literally, one complete window at a time: the oracle the
+    tracker's evaluation of every window at once is held to."""
+    lags = [max(0, x - c) for c, x in zip(committed, latest, strict=True)]
+    never_moved = len(set(committed)) == 1
+    caught_up_once = any(lag <= allowed for lag in lags)
+    if lags[-1] <= allowed:
+        return PartitionStatus.OK
+    if never_moved and not assigned and not caught_up_once:
+        return PartitionStatus.STOP
+    went_back = any(b < a for a, b in pairwise(committed))
+    if went_back and committed[-1] < max(committed):
+        return PartitionStatus.REWIND
+    if caught_up_once:
+        return PartitionStatus.OK
+    if never_moved:
+        return PartitionStatus.STALL
+    if all(b >= a for a, b in pairwise(lags)):
+        return PartitionStatus.WARN
+    return PartitionStatus.OK
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_every_window_at_once_follows_the_rules_one_by_one(seed: int) -> None:
+    """500 windows of random shapes (still, moving, rewinding, caught up, latest below committed)
+    evaluated in one call give, each, the status of the rules applied to it alone."""
+    rng = random.Random(seed)
+    size, allowed = rng.choice((2, 3, 10)), rng.choice((0, 0, 5))
+    tracker = LagStatusTracker(window_size=size, allowed_lag=allowed)
+    windows: dict[tuple[str, str, int], tuple[list[int], list[int], bool]] = {}
+    for p in range(500):
+        committed = [rng.randrange(100)]
+        latest = [committed[0] + rng.randrange(-3, 30)]
+        steps = (0,) if rng.random() < 0.3 else (0, 0, 1, 5, -4)
+        for _ in range(size - 1):
+            committed.append(max(0, committed[-1] + rng.choice(steps)))
+            latest.append(latest[-1] + rng.choice((0, 0, 2, 7)))
+        windows[("g", "t", p)] = (committed, latest, rng.random() < 0.5)
+    for i in range(size):
+        tracker.observe_at(100.0 + 15 * i, {k: (c[i], x[i], a) for k, (c, x, a) in windows.items()})
+    report = tracker.evaluate()
+    for key, (committed, latest, assigned) in windows.items():
+        expected = rules_one_by_one(committed, latest, assigned, allowed)
+        assert report.partitions[key].status is expected, (committed, latest, assigned)
+    statuses = {report.partitions[key].status for key in windows}
+    assert len(statuses) >= 5, statuses  # the shapes reached most rules
