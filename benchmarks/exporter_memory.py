@@ -2,12 +2,12 @@
 
 Feeds the synthetic collections of `benchmarks/group_load.py` (N groups × P partitions, offsets
 moving, no Kafka) through `derive` and `render` as the exporter does, keeping what the running
-exporter keeps: the trackers (`History`), the latest state and the last two expositions (the web
-app's per-state cache, which holds its states weakly; `--kept-states 2` plays the cache before
-issue 24, which held the last two states too). After each collection it prints the process's
-RSS and, every `--every` collections, the deep size of each holder (offset history, lag-status
-windows, retention windows, ISR history, record-time cache, the states, the exposition) and,
-with `--tracemalloc`, the largest allocation sites still alive.
+exporter keeps: the trackers (`History`), the latest state and the expositions the web app's
+per-state cache keeps (`exporter/web/per_state.py`, which holds its states weakly;
+`--kept-states 2` plays the cache before issue 24, which held the last two states too). After each
+collection it prints the process's RSS and, every `--every` collections, the deep size of each
+holder (offset history, lag-status windows, retention windows, ISR history, record-time cache, the
+states, the exposition) and, with `--tracemalloc`, the largest allocation sites still alive.
 
 Collections follow each other as fast as the CPU allows (15 s apart in simulated time): a run of
 240 collections is an hour of the exporter's life in a few minutes, so growth per collection is
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import resource
 import tracemalloc
 
 import psutil
@@ -36,6 +37,7 @@ from vigia.common.logs import setup_logging
 from vigia.exporter.cli import tune_gc
 from vigia.exporter.collectors import render_bytes
 from vigia.exporter.model.state import ExporterState, History, derive
+from vigia.exporter.web.per_state import PerState
 
 log = logging.getLogger("benchmarks.exporter_memory")
 MB = 1e6
@@ -43,6 +45,11 @@ MB = 1e6
 
 def _rss() -> float:
     return psutil.Process().memory_info().rss / MB
+
+
+def _peak_rss() -> float:
+    """The process's highest RSS so far: a collection's transient, which RSS after it misses."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB
 
 
 def _holders(history: History, states: list[ExporterState], body: bytes) -> str:
@@ -73,18 +80,24 @@ def run(load: GroupLoad, count: int, every: int, trace: bool, kept_states: int) 
         tracemalloc.start()
     history = History.create()
     kept: list[ExporterState] = []
-    bodies: list[bytes] = []
+    exposition = PerState(render_bytes)  # the web app's cache, as /metrics fills it
     state: ExporterState | None = None
     start_rss = _rss()
     for i in range(count):
         state = derive(state, with_record_times(snapshot(load, i), state), history)
         kept = [*kept[len(kept) + 1 - kept_states :], state]
-        bodies = [*bodies[-1:], render_bytes(state)]
+        body = exposition.get(state)
         rss = _rss()
-        log.info("collection %3d: RSS %.1f MB (%+.1f since the start)", i + 1, rss, rss - start_rss)
+        log.info(
+            "collection %3d: RSS %.1f MB (%+.1f since the start), peak %.1f MB",
+            i + 1,
+            rss,
+            rss - start_rss,
+            _peak_rss(),
+        )
         if (i + 1) % every == 0 or i + 1 == count:
             gc.collect()
-            log.info("  held (MB): %s", _holders(history, kept, bodies[-1]))
+            log.info("  held (MB): %s", _holders(history, kept, body))
             if trace:
                 current, peak = tracemalloc.get_traced_memory()
                 log.info("  traced: %.1f MB now, %.1f MB at the peak", current / MB, peak / MB)

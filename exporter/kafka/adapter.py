@@ -694,10 +694,12 @@ class KafkaAdapter:
             if description is not None and description.type == "CONSUMER":
                 self._assignors[group_id] = description.protocol or ""
             committed = _value(outcomes[OFFSETS].get(group_id), group_id, offset_failures)
+            # Only a failure is classified: its regular expressions, asked of every group's
+            # empty text, were an eighth of a collection's CPU at 10,000 groups.
             refused = tuple(
                 phase
                 for phase, failures in by_phase
-                if kind_of(failures.get(group_id, "")) == AUTHORIZATION
+                if group_id in failures and kind_of(failures[group_id]) == AUTHORIZATION
             )
             groups.append(_group(group_id, description, committed, self._filters, refused))
         # A group whose coordinator is moving (a broker stopped or came back) is a fact about

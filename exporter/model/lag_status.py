@@ -64,6 +64,7 @@ import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -117,8 +118,9 @@ class Observation:
         return max(0, self.latest - self.committed)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionEvaluation:
+class PartitionEvaluation(NamedTuple):
+    """One per group-partition per collection: a named tuple, as `Lagging` is."""
+
     status: PartitionStatus
     complete: float
     """Fraction of the window filled (1.0 when `window_size` observations are held)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from vigia.exporter.model.snapshot import ClusterSnapshot, RecordTime
 
@@ -75,9 +75,9 @@ class RecordBudget:
             raise ValueError(f"seconds must be > 0, got {self.seconds}")
 
 
-@dataclass(frozen=True, slots=True)
-class Lagging:
-    """A group-partition with lag in one snapshot."""
+class Lagging(NamedTuple):
+    """A group-partition with lag in one snapshot (a named tuple: one per group-partition per
+    collection, where a frozen dataclass's field-by-field `object.__setattr__` costs more)."""
 
     committed: int
     latest: int

@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 TIME: Final = "time"
 SIZE: Final = "size"
@@ -77,8 +77,9 @@ class PartitionLog:
     produced_per_second: float | None  # over the tracker's window; None on the first sight
 
 
-@dataclass(frozen=True, slots=True)
-class Margin:
+class Margin(NamedTuple):
+    """One per group-partition per collection: a named tuple, as `Lagging` is."""
+
     seconds: float
     limit: Limit
     # For the time limit, how the oldest unconsumed record's age was had (the lag seconds'

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import html
 import json
-import threading
 import time
-import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -41,45 +39,7 @@ from vigia.exporter.probe.runner import DISABLED
 from vigia.exporter.service import CollectionService
 from vigia.exporter.version import VERSION
 from vigia.exporter.web import api
-
-
-class _PerState:
-    """A value per state object, built once, by the first request that needs it; the last two are
-    kept so that a scrape that read the previous state just before a new one was published is
-    still served from cache. States are held weakly: a cached value must not keep a state alive
-    once the service has moved on (each is ≈15 MB at 2,000 groups, issue 24 §4)."""
-
-    def __init__(self, build: Callable[[ExporterState | None], Any]) -> None:
-        self._build = build
-        self._lock = threading.Lock()
-        # Concurrent first requests (two Prometheus servers) wait for one build, not make two.
-        self._building = threading.Lock()
-        self._cache: dict[int, tuple[Callable[[], ExporterState | None], Any]] = {}
-
-    def _cached(self, state: ExporterState | None) -> tuple[bool, Any]:
-        with self._lock:
-            hit = self._cache.get(id(state))
-        # A dead state's reference answers None, never a live state whose id was reused.
-        return (True, hit[1]) if hit is not None and hit[0]() is state else (False, None)
-
-    def get(self, state: ExporterState | None) -> Any:
-        found, value = self._cached(state)
-        if found:
-            return value
-        with self._building:  # cached readers never wait for it
-            found, value = self._cached(state)
-            if found:
-                return value
-            value = self._build(state)
-            with self._lock:
-                self._cache[id(state)] = (_no_state if state is None else weakref.ref(state), value)
-                while len(self._cache) > 2:
-                    del self._cache[next(iter(self._cache))]
-        return value
-
-
-def _no_state() -> None:
-    return None
+from vigia.exporter.web.per_state import PerState
 
 
 def create_app(
@@ -114,10 +74,11 @@ def create_app(
                     source.stop()
                 service.stop()
 
-    exposition = _PerState(lambda s: render_bytes(s, granularity))
-    # The document without its closing brace, so that the probe section can follow.
-    cluster = _PerState(
-        lambda s: None if s is None else _json_bytes(api.state_json(s, cluster_name))[:-1]
+    exposition = PerState(lambda s: render_bytes(s, granularity))
+    # The document without its closing brace, so that the probe section can follow (never asked
+    # for without a state: cluster_view answers 503 before the first collection).
+    cluster = PerState(
+        lambda s: b"" if s is None else _json_bytes(api.state_json(s, cluster_name))[:-1]
     )
 
     connect_exposition = CachedExposition()
