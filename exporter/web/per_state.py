@@ -15,8 +15,8 @@ _Ref = Callable[[], ExporterState | None]
 
 
 class PerState(Generic[V]):
-    """The values of the last two states are kept, so that a scrape that read the previous state
-    just before a new one was published is still served from cache. States are held weakly: a
+    """The values of the last two live states are kept, so that a scrape that read the previous
+    state just before a new one was published is still served from cache. States are held weakly: a
     cached value must not keep a state alive once the service has moved on (each is ≈15 MB at
     2,000 groups). The value of a state nobody holds any more can never be asked for again: it is
     let go before and after each build, so that rendering a new state does not hold two dead
