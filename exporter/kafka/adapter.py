@@ -115,21 +115,25 @@ LEGACY_CAPABILITIES = ("describe_cluster", "describe_quorum", "describe_log_dirs
 # metadata before its APIs count as unavailable (librdkafka's mock answers kafka-python's
 # ApiVersions request in a form it cannot decode): once could be a blip.
 LEGACY_BOOTSTRAP_FAILURES_BEFORE_OFF = 2
-# Answers that are right again a moment later; librdkafka does not flag all of them retriable.
-RETRIABLE = frozenset(
+# A partition's leader saying its leadership or leader epoch is moving, or that a new leader
+# does not know its offsets yet (OFFSET_NOT_AVAILABLE, KIP-207).
+LEADER_MOTION = frozenset(
     {
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.UNKNOWN_LEADER_EPOCH,
         KafkaError.FENCED_LEADER_EPOCH,
         KafkaError.OFFSET_NOT_AVAILABLE,
-        KafkaError.REPLICA_NOT_AVAILABLE,
-        KafkaError.REQUEST_TIMED_OUT,
     }
 )
+# Answers that are right again a moment later; librdkafka does not flag all of them retriable.
+RETRIABLE = LEADER_MOTION | {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.REPLICA_NOT_AVAILABLE,
+    KafkaError.REQUEST_TIMED_OUT,
+}
 RETRY_BACKOFF_SECONDS = 0.25
 
 
@@ -151,6 +155,12 @@ def _retriable(exc: object) -> bool:
         return bool(exc.retriable)
     error = _unwrapped(exc)
     return isinstance(error, KafkaError) and (error.retriable() or error.code() in RETRIABLE)
+
+
+def _leader_motion(answer: object) -> bool:
+    """A partition's answer saying its leadership or leader epoch is moving."""
+    error = _unwrapped(answer)
+    return isinstance(error, KafkaError) and error.code() in LEADER_MOTION
 
 
 def _unwrapped(exc: object) -> object:
@@ -178,6 +188,7 @@ class _Phases:
 
     errors: list[PhaseError] = field(default_factory=list)
     durations: dict[str, float] = field(default_factory=dict)
+    leaders_moving: set[tuple[str, int]] = field(default_factory=set)
 
     def fail(self, phase: str, message: str) -> None:
         log.debug("phase %s failed: %s", phase, message)
@@ -388,6 +399,7 @@ class KafkaAdapter:
             errors=tuple(sorted(phases.errors, key=lambda e: e.phase)),
             durations=MappingProxyType(dict(phases.durations)),
             capabilities=self._capabilities.snapshot(),
+            leaders_moving=frozenset(phases.leaders_moving),
         )
 
     def _slow_phase(
@@ -552,7 +564,11 @@ class KafkaAdapter:
             # A leader that is moving (UNKNOWN_LEADER_EPOCH, NOT_LEADER...) answers a moment
             # later: asked again within the collection, the rest reported.
             if not any(retry.values()) or deadline.passed(RETRY_BACKOFF_SECONDS):
-                failures.extend(f"{k} {e}" for k, errors in retry.items() for e in errors.values())
+                for kind, errors in retry.items():
+                    for tp, error in errors.items():
+                        failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(error)}")
+                        if _leader_motion(error):
+                            phases.leaders_moving.add((tp.topic, tp.partition))
                 break
             time.sleep(RETRY_BACKOFF_SECONDS)
             asked = {kind: list(errors) for kind, errors in retry.items()}
@@ -583,9 +599,9 @@ class KafkaAdapter:
         deadline: Deadline,
         results: dict[str, dict[tuple[str, int], int]],
         failures: list[str],
-    ) -> dict[str, dict[TopicPartition, str]]:
+    ) -> dict[str, dict[TopicPartition, object]]:
         """One ListOffsets call per kind and 500 partitions; answers go to `results`, failures
-        to `failures`, and the partitions answered with a retriable error are returned."""
+        to `failures`, and the partitions answered with a retriable error are returned with it."""
         futures: dict[tuple[str, int], Future[Mapping[Any, Any]]] = {}
         for kind, tps in asked.items():
             # librdkafka's ListOffsets costs more than linearly in the partitions of one call.
@@ -598,7 +614,7 @@ class KafkaAdapter:
                 except Exception as exc:
                     failures.append(f"{kind}: {error_text(exc)}")
         wait(futures.values(), timeout=deadline.remaining())
-        retry: dict[str, dict[TopicPartition, str]] = {kind: {} for kind in asked}
+        retry: dict[str, dict[TopicPartition, object]] = {kind: {} for kind in asked}
         for (kind, _), future in futures.items():
             try:
                 answers = future.result(timeout=0)
@@ -608,7 +624,7 @@ class KafkaAdapter:
             found = results[kind]
             for tp, answer in answers.items():
                 if _retriable(answer):
-                    retry[kind][tp] = f"{tp.topic}-{tp.partition}: {error_text(answer)}"
+                    retry[kind][tp] = answer
                 elif isinstance(answer, BaseException | KafkaError):
                     failures.append(f"{kind} {tp.topic}-{tp.partition}: {error_text(answer)}")
                 else:

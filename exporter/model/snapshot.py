@@ -196,6 +196,11 @@ class ClusterSnapshot:
     # Capability -> True (the cluster answered it) or False (it said it does not support it);
     # absent while unknown. A capability that is off leaves its families out without an error.
     capabilities: Mapping[str, bool] = field(default_factory=_no_capabilities)
+    # (topic, partition) whose leader still answered, at the collection's deadline, that the
+    # leadership or its epoch is moving (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER…): a broker
+    # behind on the cluster's metadata while leaders move, which this collection's metadata, read
+    # before the move, may not show.
+    leaders_moving: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def failed_phases(self) -> frozenset[str]:

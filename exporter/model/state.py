@@ -203,10 +203,10 @@ class ExporterState:
     def up(self) -> bool:
         """Whether the exporter did its job. While a broker is stopping, down or coming back
         (out of some ISR it belongs to, absent from the metadata the cluster expects it in, in or
-        out of it or gaining or losing leaders for less than BROKER_SETTLE_SECONDS, or failing its
-        per-broker requests), what that causes elsewhere in the collection (a request that waited
-        for it, a leader or coordinator moving) is the cluster's state, reported as such, not the
-        exporter's failure."""
+        out of it, gaining or losing leaders or answering that its leadership is moving for less
+        than BROKER_SETTLE_SECONDS, or failing its per-broker requests), what that causes
+        elsewhere in the collection (a request that waited for it, a leader or coordinator
+        moving) is the cluster's state, reported as such, not the exporter's failure."""
         if self.snapshot.ok:
             return True
         return self._brokers_moving() and self.snapshot.ok_but_for_moving_brokers
@@ -450,17 +450,19 @@ def _broker_up(snapshot: ClusterSnapshot) -> dict[int, bool]:
 def _moved_at(
     previous: ExporterState | None, now: Mapping[int, bool], snapshot: ClusterSnapshot
 ) -> dict[int, float]:
-    """The brokers that left or rejoined the metadata, or led a partition they did not lead or
-    no longer led it, in the last BROKER_SETTLE_SECONDS, and when. None at the first collection,
-    which has nothing to compare."""
-    if previous is None:
-        return {}
+    """The brokers that left or rejoined the metadata, led a partition they did not lead or no
+    longer led it, or answered for a partition they lead that its leadership is moving, in the
+    last BROKER_SETTLE_SECONDS, and when. The first collection has only the answers to go by."""
     collected_at = snapshot.collected_at
+    answered = dict.fromkeys(_leaders_answering_motion(snapshot), collected_at)
+    if previous is None:
+        return answered
     moved = {
         b: t
         for b, t in previous.brokers_moved_at.items()
         if collected_at - t < BROKER_SETTLE_SECONDS
     }
+    moved.update(answered)
     before = previous.broker_up
     if before and now:
         for b in before.keys() | now.keys():
@@ -469,6 +471,19 @@ def _moved_at(
     for b in _leadership_changed(previous.snapshot.topics, snapshot.topics):
         moved[b] = collected_at
     return moved
+
+
+def _leaders_answering_motion(snapshot: ClusterSnapshot) -> set[int]:
+    """The leaders, in this collection's metadata, of the partitions whose leader answered that
+    the leadership is moving."""
+    if not snapshot.leaders_moving:
+        return set()
+    return {
+        p.leader
+        for t in snapshot.topics
+        for p in t.partitions
+        if (t.name, p.partition) in snapshot.leaders_moving and p.leader >= 0
+    }
 
 
 def _leadership_changed(before: tuple[Topic, ...], now: tuple[Topic, ...]) -> set[int]:

@@ -72,6 +72,8 @@ class Faults:
     metadata: BaseException | None = None
     log_dirs_brokers: Mapping[int, BaseException] = field(default_factory=dict)
     offsets_leader_down: int | None = None  # partitions led by this broker fail ListOffsets
+    # Partitions led by this broker answer UNKNOWN_LEADER_EPOCH: it is behind on the metadata.
+    offsets_leader_behind: int | None = None
     describe_groups: BaseException | None = None
     describe_groups_spared: frozenset[str] = frozenset()  # groups the describe_groups fault spares
     list_groups: BaseException | None = None
@@ -202,6 +204,12 @@ class FakeAdmin:
             offset = p.earliest_offset if earliest else p.latest_offset
             if p.leader == self._c.faults.offsets_leader_down:
                 result[tp] = failed(kafka_exception(KafkaError._TRANSPORT, "leader unreachable"))
+            elif p.leader == self._c.faults.offsets_leader_behind:
+                result[tp] = failed(
+                    kafka_exception(
+                        KafkaError.UNKNOWN_LEADER_EPOCH, "Leader epoch is newer than broker epoch"
+                    )
+                )
             else:
                 result[tp] = self._c.future(
                     "list_offsets", lambda o=offset: done(ListOffsetsResultInfo(o, -1, 0))

@@ -127,6 +127,28 @@ def test_offsets_of_partitions_led_by_an_unreachable_broker_are_missing_the_rest
     assert lags[("billing", 0)] == 37_487 - 37_314  # measure-0 is led by broker 1
 
 
+def test_partitions_whose_leader_says_its_epoch_moves_until_the_deadline_are_named() -> None:
+    """Recorded on the real cluster (CI run of 2026-11-30): a broker behind on the metadata
+    answered UNKNOWN_LEADER_EPOCH for 86 partitions it led until the collection's deadline; that
+    collection's metadata, read before the leaders moved, showed no change."""
+    _, collected = _collect_healthy(Faults(offsets_leader_behind=2), timeout=1.5)
+    ((phase, message),) = [(e.phase, e.message) for e in collected.errors]
+    assert phase == "offsets"
+    assert "UNKNOWN_LEADER_EPOCH" in message
+    led_by_2 = {
+        (t.name, p.partition) for t in collected.topics for p in t.partitions if p.leader == 2
+    }
+    assert led_by_2 and collected.leaders_moving == led_by_2
+    assert derive(None, collected).brokers_moved_at == {2: collected.collected_at}
+    assert derive(None, collected).up
+
+
+def test_partitions_whose_leader_is_unreachable_are_no_leader_motion() -> None:
+    _, collected = _collect_healthy(Faults(offsets_leader_down=2), timeout=1.5)
+    assert collected.errors and collected.leaders_moving == frozenset()
+    assert not derive(None, collected).up
+
+
 def test_metadata_failure_yields_no_cluster_data() -> None:
     error = kafka_exception(
         KafkaError._TRANSPORT, "Failed to get metadata: Local: Broker transport failure"

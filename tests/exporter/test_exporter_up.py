@@ -140,3 +140,24 @@ def test_partitions_only_one_collection_has_move_no_leader() -> None:
     created = derive(before, _snap(102.0, {"t": [(1, 10)], "u": [(2, 0)]}))
     blind = derive(created, replace(_snap(104.0, {}), topics=()))
     assert created.brokers_moved_at == blind.brokers_moved_at == {}
+
+
+def test_a_leader_answering_that_its_epoch_moves_excuses_them_for_a_minute() -> None:
+    """Recorded on the real cluster (CI run of 2026-11-30): a broker behind on the metadata
+    answered UNKNOWN_LEADER_EPOCH until the deadline for the partitions it led, and this
+    collection's metadata, read before the leaders moved, showed the same leaders as the last."""
+    behind = (
+        PhaseError(
+            "offsets",
+            "86 of 770 partition offsets failed, first: earliest t-0: KafkaError "
+            "UNKNOWN_LEADER_EPOCH: Broker: Leader epoch is newer than broker epoch",
+        ),
+    )
+    before = derive(None, _snap(100.0, {"t": [(1, 10), (2, 10)]}))
+    unanswered = _snap(102.0, {"t": [(1, 10), (2, 10)]}, errors=behind)
+    assert not derive(before, unanswered).up  # no leader moved, as far as the metadata shows
+    said = derive(before, replace(unanswered, leaders_moving=frozenset({("t", 0)})))
+    assert said.brokers_moved_at == {1: 102.0}
+    assert said.up
+    later = _snap(102.0 + BROKER_SETTLE_SECONDS, {"t": [(1, 10), (2, 10)]}, errors=behind)
+    assert not derive(said, later).up
