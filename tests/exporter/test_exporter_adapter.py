@@ -131,7 +131,7 @@ def test_partitions_whose_leader_says_its_epoch_moves_until_the_deadline_are_nam
     """Recorded on the real cluster (CI run of 2026-11-30): a broker behind on the metadata
     answered UNKNOWN_LEADER_EPOCH for 86 partitions it led until the collection's deadline; that
     collection's metadata, read before the leaders moved, showed no change."""
-    _, collected = _collect_healthy(Faults(offsets_leader_behind=2), timeout=1.5)
+    _, collected = _collect_healthy(Faults(offsets_leader_behind=2), timeout=3)
     ((phase, message),) = [(e.phase, e.message) for e in collected.errors]
     assert phase == "offsets"
     assert "UNKNOWN_LEADER_EPOCH" in message
@@ -144,7 +144,7 @@ def test_partitions_whose_leader_says_its_epoch_moves_until_the_deadline_are_nam
 
 
 def test_partitions_whose_leader_is_unreachable_are_no_leader_motion() -> None:
-    _, collected = _collect_healthy(Faults(offsets_leader_down=2), timeout=1.5)
+    _, collected = _collect_healthy(Faults(offsets_leader_down=2), timeout=3)
     assert collected.errors and collected.leaders_moving == frozenset()
     assert not derive(None, collected).up
 
