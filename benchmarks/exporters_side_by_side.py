@@ -8,8 +8,9 @@ commits every partition of one topic of 6, or of 100, partitions, at an offset o
 a backlog that a trickle keeps growing; the first `--live-groups` have a live member). Each
 exporter has one scraper thread that scrapes it every 15 s as Prometheus does, or at once when a
 scrape took longer. After a warm-up (Vigía's second collection and kafka_exporter's first
-completed scrape), each of `--repetitions` windows of `--window` seconds reports, for each
-exporter over the same wall window:
+completed scrape), each of `--repetitions` windows of `--window` seconds (one value, or one per
+size: kafka_exporter's scrapes take minutes at thousands of groups) reports, for each exporter
+over the same wall window:
 
 - whole-process CPU (utime+stime of every thread, /proc/PID/stat) per fresh view of the cluster
   (a Vigía collection; a completed kafka_exporter scrape) and per 15 s of wall time;
@@ -25,6 +26,10 @@ with each window: the machine is shared. The arithmetic is `side_by_side_stats.p
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporters_side_by_side \\
         --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --groups 50 --shape 6 \\
         --window 150 --repetitions 3
+    # the first table: a window at least twice kafka_exporter's scrape at each size
+    flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporters_side_by_side \\
+        --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --groups 50,500,2000,4000 --shape 6 \\
+        --window 240,240,240,450 --repetitions 3
     # kafka_exporter issue 509's shape: 3,000 topics of 4 partitions, 2,000 groups, RF 1
     flock /tmp/vigia-realstack.lock .venv/bin/python -m benchmarks.exporters_side_by_side \\
         --kafka-home /work/shared/kafka/kafka_2.13-4.0.0 --groups 2000 --shape 6 \\
@@ -175,6 +180,16 @@ def fresh_views(scrapes: Sequence[Scrape], vigia: bool) -> list[Scrape]:
     return fresh
 
 
+def seconds(text: str) -> list[float]:
+    try:
+        values = [float(s) for s in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError("seconds are positive numbers, comma-separated")
+    return values
+
+
 # -- one window -----------------------------------------------------------------------------------
 
 
@@ -249,6 +264,14 @@ def wait_warm(vigias: Sequence[Scraper], anchor: Scraper, deadline: float) -> No
     raise TimeoutError("the exporters did not warm up before the deadline")
 
 
+def wait_scraped_after(scrapers: Sequence[Scraper], moment: float, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if all(any(s.ok and s.started > moment for s in x.taken()) for x in scrapers):
+            return
+        time.sleep(1.0)
+    raise TimeoutError("no scrape of every Vigía after the last window before the deadline")
+
+
 def load_average() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -298,17 +321,23 @@ def measure(
             thread.start()
         try:
             wait_warm(scrapers[:-1], scrapers[-1], time.monotonic() + 600)
-            for n in range(repetitions):
+            marks = []
+            for _ in range(repetitions):
                 load = load_average()
                 start, began = time.time(), [cpu_seconds(pid) for pid in pids]
                 time.sleep(window)
                 end = time.time()
+                used = [cpu_seconds(pid) - cpu for pid, cpu in zip(pids, began, strict=True)]
+                marks.append((load, start, end, used, [memory_mb(pid)[1] for pid in pids]))
+            # A Vigía collection that ended in a window's last interval shows only in the scrape
+            # after it: judged at the window's end, that interval would count as a gap.
+            wait_scraped_after(scrapers[:-1], marks[-1][2], time.monotonic() + 60)
+            for n, (load, start, end, used, peaks) in enumerate(marks):
                 windows = [
-                    judge(name, s.taken(), start, end, cpu_seconds(pid) - cpu, memory_mb(pid)[1])
-                    for name, s, pid, cpu in zip(names, scrapers, pids, began, strict=True)
+                    judge(name, s.taken(), start, end, cpu, peak)
+                    for name, s, cpu, peak in zip(names, scrapers, used, peaks, strict=True)
                 ]
-                rep = Repetition(load, tuple(windows[:-1]), windows[-1])
-                done.append(rep)
+                done.append(Repetition(load, tuple(windows[:-1]), windows[-1]))
                 log.info("repetition %d (load %s): %s", n + 1, load, " | ".join(map(str, windows)))
         finally:
             stop.set()
@@ -367,7 +396,12 @@ def main() -> None:
     parser.add_argument("--kafka-exporter", type=Path, default=KAFKA_EXPORTER)
     parser.add_argument("--groups", type=sizes, default=[50], help="sizes, comma-separated")
     parser.add_argument("--shape", type=int, choices=(6, 100), default=6, help="partitions/group")
-    parser.add_argument("--window", type=float, default=150.0, help="seconds per repetition")
+    parser.add_argument(
+        "--window",
+        type=seconds,
+        default=[150.0],
+        help="seconds per repetition: one, or one per size, smallest first",
+    )
     parser.add_argument("--repetitions", type=int, default=3)
     add_base_arguments(parser)
     parser.add_argument("--live-groups", type=int, default=10, help="groups with a live member")
@@ -375,6 +409,9 @@ def main() -> None:
         "--vigia-variant", action="append", default=[], help="one more Vigía with these flags"
     )
     args = parser.parse_args()
+    if len(args.window) not in (1, len(args.groups)):
+        parser.error(f"--window: one value, or one per size ({len(args.groups)})")
+    windows = args.window * len(args.groups) if len(args.window) == 1 else args.window
     cluster, workdir = benchmark_cluster(args.kafka_home, args.workdir, "vigia-side-")
     stop = threading.Event()
     workers: list[threading.Thread] = []
@@ -384,7 +421,7 @@ def main() -> None:
         topic = group_topic(bootstrap, args.shape, args.replication)
         workers.append(start_thread(trickle, bootstrap, stop, topic, args.shape))
         made = 0
-        for size in args.groups:
+        for size, window in zip(args.groups, windows, strict=True):
             add_groups(bootstrap, made, size, partial(group_id, args.shape), topic, args.shape)
             for n in range(min(made, args.live_groups), min(size, args.live_groups)):
                 group = group_id(args.shape, n)
@@ -395,7 +432,7 @@ def main() -> None:
                 args.kafka_exporter,
                 bootstrap,
                 workdir,
-                args.window,
+                window,
                 args.repetitions,
                 args.vigia_variant,
             )
