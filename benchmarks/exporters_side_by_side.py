@@ -269,7 +269,8 @@ def wait_scraped_after(scrapers: Sequence[Scraper], moment: float, deadline: flo
         if all(any(s.ok and s.started > moment for s in x.taken()) for x in scrapers):
             return
         time.sleep(1.0)
-    raise TimeoutError("no scrape of every Vigía after the last window before the deadline")
+    # Judged anyway: the last window's last interval may then count a gap it did not have.
+    log.warning("not every Vigía was scraped after the last window; its last interval may be a gap")
 
 
 def load_average() -> str:
